@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * error.c - wlk_strerror() and wlk_error_name(), both from WLK_ERRNO_MAP.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define ENTRY_MSG(name, value, dom, msg) case WLK_##name: return msg;
+#define ENTRY_NAME(name, value, dom, msg) \
+	case WLK_##name: return (dom) ? (dom) : "WLK_" #name;
+
+WLK_EXPORT const char *wlk_strerror(int err)
+{
+	const char *s = NULL;
+
+	switch (err) {
+	case 0:
+		return "success";
+	WLK_ERRNO_MAP(ENTRY_MSG)
+	default:
+		break;
+	}
+#ifdef HAVE_STRERRORDESC_NP
+	if (err < 0)
+		s = strerrordesc_np(-err);
+#endif
+	return s ? s : "unknown error";
+}
+
+WLK_EXPORT const char *wlk_error_name(int err)
+{
+	const char *s = NULL;
+
+	switch (err) {
+	case 0:
+		return "OK";
+	WLK_ERRNO_MAP(ENTRY_NAME)
+	default:
+		break;
+	}
+#ifdef HAVE_STRERRORNAME_NP
+	if (err < 0)
+		s = strerrorname_np(-err);
+#endif
+	return s ? s : "UnknownError";
+}
+
+/* Map an errno value from a system call to the library's error space. */
+int wlk__errno(int e)
+{
+	return e > 0 ? -e : -EIO;
+}

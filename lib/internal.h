@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * internal.h - process-local state and the cross-file internals (wlk__).
+ */
+#ifndef WLK_INTERNAL_H
+#define WLK_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <urcu/urcu-bp.h> /* the flavour must precede rculfhash.h */
+#include <urcu/rculfhash.h>
+#include <urcu/uatomic.h>
+
+#include "weblocks.h"
+#include "layout.h"
+
+#define WLK_INTERNAL __attribute__((__visibility__("hidden")))
+
+/* Hex digits of the 128-bit bucket hash in the segment name. */
+#define WLK_KEY_BYTES 16
+#define WLK_SHM_NAME_MAX 64
+
+/* Grants whose waiters are woken one by one; more fall back to a sweep. */
+#define WLK_WAKE_BATCH 32
+
+#define WLK_NSEC_PER_SEC 1000000000ull
+
+/*
+ * The geometry of a segment, copied to private memory once validated. All
+ * bound checks use this copy: a co-tenant scribbling on the header cannot
+ * widen them.
+ */
+struct wlk__geo {
+	uint32_t max_agents;
+	uint32_t max_clients;
+	uint32_t max_names;
+	uint32_t max_requests;
+	uint32_t max_name_len;
+	uint32_t name_stride;
+	uint32_t hash_buckets;
+	size_t off_agents;
+	size_t off_clients;
+	size_t off_names;
+	size_t off_requests;
+	size_t off_hash;
+	size_t size;
+};
+
+/*
+ * One mapping of a bucket's segment in this process, shared by every manager
+ * of that bucket here, and this process's agent slot in it. Lives in the
+ * registry (registry.c) while referenced.
+ */
+struct wlk__bucket {
+	struct cds_lfht_node node; /* registry */
+	unsigned long refs;        /* under the registry mutex */
+	unsigned long fork_gen;    /* process incarnation that mapped it */
+	uint8_t key[WLK_KEY_BYTES];
+	char shm_name[WLK_SHM_NAME_MAX];
+	int fd;
+	uint8_t *base;
+	struct wlk_seg_header *hdr;
+	struct wlk__geo geo;
+	uint64_t seg_key[2]; /* private copy of the name-hash key */
+	uint32_t agent;      /* our agent slot */
+	uint32_t agent_gen;
+};
+
+/* struct wlk_manager: a client of a bucket. */
+struct wlk_manager {
+	struct wlk__bucket *b;
+	unsigned long refs;      /* [A] user handle + locks + calls in flight */
+	unsigned long fork_gen;  /* process incarnation that opened it */
+	uint32_t closed;         /* [A] set once by wlk_manager_close() */
+	uint32_t close_word;     /* futex: bumped when closed */
+	uint32_t client;         /* client slot and its gen */
+	uint32_t client_gen;
+	char client_id[WLK_CLIENT_ID_MAX + 1];
+};
+
+/* struct wlk_lock: a granted request, owned by the caller. */
+struct wlk_lock {
+	struct wlk_manager *m;
+	uint32_t slot;
+	uint32_t gen;
+	enum wlk_mode mode;
+	uint64_t token;
+	size_t name_len;
+	char name[]; /* name_len bytes + NUL */
+};
+
+/* struct wlk_signal: AbortController/AbortSignal. */
+struct wlk_signal {
+	int reason;    /* [A] 0 until aborted */
+	uint32_t word; /* futex: bumped on abort */
+};
+
+/* Waiters to wake once the segment mutex is released. */
+struct wlk__wake {
+	uint32_t n;
+	bool sweep; /* more than WLK_WAKE_BATCH: wake every held request */
+	uint32_t idx[WLK_WAKE_BATCH];
+};
+
+/* Typed access to the tables. Callers bound the index first. */
+static inline struct wlk_seg_agent *wlk__agent(const struct wlk__bucket *b,
+					       uint32_t i)
+{
+	return (struct wlk_seg_agent *)(b->base + b->geo.off_agents) + i;
+}
+
+static inline struct wlk_seg_client *wlk__client(const struct wlk__bucket *b,
+						 uint32_t i)
+{
+	return (struct wlk_seg_client *)(b->base + b->geo.off_clients) + i;
+}
+
+static inline struct wlk_seg_name *wlk__name(const struct wlk__bucket *b,
+					     uint32_t i)
+{
+	return (struct wlk_seg_name *)(b->base + b->geo.off_names +
+				       (size_t)i * b->geo.name_stride);
+}
+
+static inline uint8_t *wlk__name_bytes(struct wlk_seg_name *n)
+{
+	return (uint8_t *)(n + 1);
+}
+
+static inline struct wlk_seg_request *wlk__req(const struct wlk__bucket *b,
+					       uint32_t i)
+{
+	return (struct wlk_seg_request *)(b->base + b->geo.off_requests) + i;
+}
+
+static inline uint32_t *wlk__hash_heads(const struct wlk__bucket *b)
+{
+	return (uint32_t *)(b->base + b->geo.off_hash);
+}
+
+/* Atomic access to slot words: release on publish, acquire on read. */
+static inline uint32_t wlk__word_load(const uint32_t *w)
+{
+	uint32_t v = uatomic_read(w);
+
+	cmm_smp_rmb();
+	return v;
+}
+
+static inline void wlk__word_store(uint32_t *w, uint32_t v)
+{
+	cmm_smp_wmb();
+	uatomic_set(w, v);
+}
+
+/* error.c */
+int wlk__errno(int e) WLK_INTERNAL;
+
+/* hash.c */
+uint64_t wlk__siphash(const uint64_t key[2], const void *data,
+		      size_t len) WLK_INTERNAL;
+
+/* futex.c: the only place that makes futex system calls. */
+struct wlk__waitv {
+	uint32_t *word;
+	uint32_t val;
+};
+int wlk__futex_wait(struct wlk__waitv *w, unsigned int n,
+		    uint64_t deadline_ns) WLK_INTERNAL;
+void wlk__futex_wake(uint32_t *word, int n) WLK_INTERNAL;
+uint64_t wlk__now_ns(void) WLK_INTERNAL;
+uint64_t wlk__realtime_ns(void) WLK_INTERNAL;
+
+/* mutex.c: the only place that locks the segment mutex. */
+int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
+void wlk__unlock(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
+void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
+	WLK_INTERNAL;
+void wlk__wake_add(struct wlk__wake *wake, uint32_t r) WLK_INTERNAL;
+int wlk__mutex_init(pthread_mutex_t *mu) WLK_INTERNAL;
+
+/* segment.c */
+int wlk__bucket_key(const char *origin, const struct wlk_manager_options *o,
+		    uint8_t key[WLK_KEY_BYTES], char *shm_name) WLK_INTERNAL;
+int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
+			const struct wlk_manager_options *o) WLK_INTERNAL;
+void wlk__segment_detach(struct wlk__bucket *b) WLK_INTERNAL;
+int wlk__segment_remove(const char *shm_name) WLK_INTERNAL;
+
+/* registry.c */
+int wlk__bucket_get(const char *origin, const struct wlk_manager_options *o,
+		    struct wlk__bucket **out) WLK_INTERNAL;
+void wlk__bucket_put(struct wlk__bucket *b) WLK_INTERNAL;
+unsigned long wlk__fork_gen(void) WLK_INTERNAL;
+
+/* table.c: slot allocation and lookup; all under the segment mutex. */
+int wlk__name_find(struct wlk__bucket *b, const void *name, uint32_t len,
+		   uint64_t hash, uint32_t *out) WLK_INTERNAL;
+int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
+		  uint64_t hash, uint32_t *out) WLK_INTERNAL;
+void wlk__name_put(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
+void wlk__name_reset(struct wlk_seg_name *n) WLK_INTERNAL;
+uint32_t wlk__req_alloc(struct wlk__bucket *b) WLK_INTERNAL;
+void wlk__req_free(struct wlk__bucket *b, uint32_t r) WLK_INTERNAL;
+int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
+		      uint64_t now, uint32_t *out) WLK_INTERNAL;
+void wlk__client_free(struct wlk__bucket *b, uint32_t c) WLK_INTERNAL;
+int wlk__agent_alloc(struct wlk__bucket *b, uint32_t pid, uint64_t now,
+		     uint32_t *out) WLK_INTERNAL;
+void wlk__agent_free(struct wlk__bucket *b, uint32_t ai, uint32_t gen)
+	WLK_INTERNAL;
+bool wlk__client_live(struct wlk__bucket *b, uint32_t c, uint32_t gen)
+	WLK_INTERNAL;
+int wlk__corrupt(struct wlk__bucket *b) WLK_INTERNAL;
+uint64_t wlk__name_hash(struct wlk__bucket *b, const void *name,
+			size_t len) WLK_INTERNAL;
+
+/* queue.c: the spec's algorithms; all under the segment mutex. */
+struct wlk__enqueue {
+	uint32_t client, client_gen;
+	const void *name;
+	uint32_t name_len;
+	enum wlk_mode mode;
+	bool if_available;
+	bool steal;
+};
+int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
+		      struct wlk__wake *wake, uint32_t *slot,
+		      uint32_t *gen) WLK_INTERNAL;
+int wlk__release_lock(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		      struct wlk__wake *wake) WLK_INTERNAL;
+int wlk__abort_request(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		       struct wlk__wake *wake) WLK_INTERNAL;
+int wlk__process_queue(struct wlk__bucket *b, uint32_t n,
+		       struct wlk__wake *wake) WLK_INTERNAL;
+void wlk__drop_client(struct wlk__bucket *b, uint32_t c,
+		      struct wlk__wake *wake) WLK_INTERNAL;
+int wlk__steal_apply(struct wlk__bucket *b, uint32_t r,
+		     struct wlk__wake *wake) WLK_INTERNAL;
+
+/* recover.c */
+int wlk__rebuild(struct wlk__bucket *b) WLK_INTERNAL;
+int wlk__recover(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
+void wlk__segment_format(struct wlk__bucket *b) WLK_INTERNAL;
+
+/* manager.c */
+bool wlk__manager_enter(struct wlk_manager *m) WLK_INTERNAL;
+void wlk__manager_leave(struct wlk_manager *m) WLK_INTERNAL;
+void wlk__manager_ref(struct wlk_manager *m) WLK_INTERNAL;
+
+#endif /* WLK_INTERNAL_H */

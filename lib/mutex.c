@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mutex.c - the one choke point for the segment mutex.
+ *
+ * The mutex is a robust, process-shared, normal-type pthread mutex. When its
+ * owner dies inside a critical section, the next locker gets EOWNERDEAD and
+ * the state may be half-changed: it repairs (recover.c) and only then calls
+ * pthread_mutex_consistent(). Unlocking without that makes the mutex
+ * ENOTRECOVERABLE for ever, so no path here does; a state that cannot be
+ * repaired is marked poisoned first, then made consistent and unlocked, so
+ * every later locker fails fast with WLK_ECORRUPT.
+ *
+ * Wake-ups of granted waiters are collected while locked and issued after
+ * unlocking (wlk__unlock()): no system calls are made under the mutex that
+ * the mutex itself does not need.
+ */
+#include <errno.h>
+
+#include "internal.h"
+
+int wlk__mutex_init(pthread_mutex_t *mu)
+{
+	pthread_mutexattr_t a;
+	int rc;
+
+	rc = pthread_mutexattr_init(&a);
+	if (rc)
+		return wlk__errno(rc);
+	rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	if (!rc)
+		rc = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	/*
+	 * Normal type on purpose: an error-checking robust mutex compares
+	 * namespace-local thread ids and misreports across PID namespaces.
+	 */
+	if (!rc)
+		rc = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_NORMAL);
+	if (!rc)
+		rc = pthread_mutex_init(mu, &a);
+	pthread_mutexattr_destroy(&a);
+	return rc ? wlk__errno(rc) : 0;
+}
+
+static void poison(struct wlk__bucket *b)
+{
+	uatomic_set(&b->hdr->seg_state, WLK_SEG_POISONED);
+}
+
+/* Repair under the mutex; on failure poison. Returns 0 or WLK_ECORRUPT. */
+static int repair(struct wlk__bucket *b, struct wlk__wake *wake)
+{
+	if (wlk__recover(b, wake) == 0)
+		return 0;
+	poison(b);
+	return WLK_ECORRUPT;
+}
+
+/*
+ * wlk__lock() - lock the segment, repairing it if needed.
+ * @b:    the bucket.
+ * @wake: the caller's wake list; recovery may ask for a wake-up sweep.
+ *
+ * Return: 0 with the mutex held, or WLK_ECORRUPT (or another negative code)
+ * with the mutex not held.
+ */
+int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake)
+{
+	pthread_mutex_t *mu = &b->hdr->sync.mutex;
+	int rc;
+
+	rc = pthread_mutex_lock(mu);
+	if (rc == EOWNERDEAD) {
+		/* Its owner died inside a critical section. */
+		rc = repair(b, wake);
+		pthread_mutex_consistent(mu);
+		if (rc) {
+			pthread_mutex_unlock(mu);
+			return rc;
+		}
+	} else if (rc == ENOTRECOVERABLE) {
+		/* Somebody unlocked after EOWNERDEAD without repairing. */
+		poison(b);
+		return WLK_ECORRUPT;
+	} else if (rc) {
+		return wlk__errno(rc);
+	}
+
+	if (uatomic_read(&b->hdr->seg_state) != WLK_SEG_READY) {
+		pthread_mutex_unlock(mu);
+		return WLK_ECORRUPT;
+	}
+	if (uatomic_read(&b->hdr->needs_repair) && repair(b, wake)) {
+		pthread_mutex_unlock(mu);
+		return WLK_ECORRUPT;
+	}
+	return 0;
+}
+
+/* Wake every waiter of the bucket; their wake-ups are only hints. */
+static void wake_sweep(struct wlk__bucket *b)
+{
+	for (uint32_t i = 0; i < b->geo.max_requests; i++) {
+		uint32_t *w = &wlk__req(b, i)->word;
+
+		if (WLK_WORD_STATE(uatomic_read(w)) != WLK_SLOT_FREE)
+			wlk__futex_wake(w, INT32_MAX);
+	}
+}
+
+/*
+ * wlk__wake_flush() - issue the wake-ups collected in @wake. The slots may
+ * have been recycled since the mutex was released; a wake-up of a recycled
+ * slot is a spurious one, which every waiter tolerates.
+ */
+void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
+{
+	if (wake->sweep) {
+		wake_sweep(b);
+	} else {
+		for (uint32_t i = 0; i < wake->n; i++)
+			wlk__futex_wake(&wlk__req(b, wake->idx[i])->word,
+					INT32_MAX);
+	}
+	wake->n = 0;
+	wake->sweep = false;
+}
+
+void wlk__unlock(struct wlk__bucket *b, struct wlk__wake *wake)
+{
+	pthread_mutex_unlock(&b->hdr->sync.mutex);
+	if (wake)
+		wlk__wake_flush(b, wake);
+}

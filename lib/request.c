@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * request.c - LockManager.request() as blocking calls: wlk_request(),
+ * wlk_acquire(), wlk_release(), and the Lock accessors.
+ *
+ * A request is queued under the segment mutex (queue.c), then its thread
+ * sleeps on the request's futex word in the segment, together with the
+ * abort signal's word and the manager's close word, until one changes.
+ * Whoever grants the request changes the word and wakes it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/*
+ * Spec 3.2.1 steps 5-9, after the argument checks (WLK_EINVAL) and the
+ * manager check (WLK_ESTATE) that precede them.
+ */
+static int validate(struct wlk_manager *m, const char *name, size_t *len,
+		    const struct wlk_options *o)
+{
+	if (*len == WLK_NUL_TERMINATED)
+		*len = strlen(name);
+	if (*len > 0 && name[0] == '-')
+		return WLK_ENOTSUPPORTED;
+	if (o->steal && (o->if_available || o->mode != WLK_EXCLUSIVE))
+		return WLK_ENOTSUPPORTED;
+	if ((o->signal || o->timeout_ns) && (o->steal || o->if_available))
+		return WLK_ENOTSUPPORTED;
+	if (o->signal && uatomic_read(&o->signal->reason))
+		return uatomic_read(&o->signal->reason);
+	if (*len > m->b->geo.max_name_len)
+		return WLK_ENAMETOOLONG;
+	return 0;
+}
+
+/*
+ * Sleep until the request leaves PENDING. Return: 0 once it has (granted,
+ * stolen or dropped: the caller reads the word), or the reason to give up:
+ * the signal's reason, WLK_ETIMEDOUT or WLK_ESTATE (manager closed).
+ */
+static int wait_grant(struct wlk_manager *m, uint32_t *word, uint32_t gen,
+		      struct wlk_signal *sig, uint64_t deadline)
+{
+	for (;;) {
+		struct wlk__waitv v[3];
+		unsigned int n = 0;
+		uint32_t w = wlk__word_load(word);
+
+		if (w != WLK_WORD(gen, WLK_SLOT_PENDING))
+			return 0;
+		v[n++] = (struct wlk__waitv){word, w};
+		/* Read each word before its condition: a change between
+		 * the two makes the wait return at once. */
+		if (sig) {
+			v[n++] = (struct wlk__waitv){
+				&sig->word, uatomic_read(&sig->word)};
+			cmm_smp_mb();
+			if (uatomic_read(&sig->reason))
+				return uatomic_read(&sig->reason);
+		}
+		v[n++] = (struct wlk__waitv){&m->close_word,
+					     uatomic_read(&m->close_word)};
+		cmm_smp_mb();
+		if (uatomic_read(&m->closed))
+			return WLK_ESTATE;
+		if (deadline && wlk__now_ns() >= deadline)
+			return WLK_ETIMEDOUT;
+		wlk__futex_wait(v, n, deadline);
+	}
+}
+
+/* Give up on a request: abort it if still pending (spec 4.3). */
+static int give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
+{
+	struct wlk__wake wake = {0};
+	int rc = wlk__lock(b, &wake);
+
+	if (rc)
+		return rc;
+	rc = wlk__abort_request(b, slot, gen, &wake);
+	wlk__unlock(b, &wake);
+	return rc;
+}
+
+static int release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
+{
+	struct wlk__wake wake = {0};
+	int rc = wlk__lock(b, &wake);
+
+	if (rc)
+		return rc;
+	rc = wlk__release_lock(b, slot, gen, &wake);
+	wlk__unlock(b, &wake);
+	return rc;
+}
+
+/* Queue the request and wait for its grant; *got = false on a miss. */
+static int obtain(struct wlk_manager *m, struct wlk_lock *l,
+		  const struct wlk_options *o, bool *got)
+{
+	struct wlk__bucket *b = m->b;
+	struct wlk__wake wake = {0};
+	struct wlk__enqueue e = {
+		.client = m->client,
+		.client_gen = m->client_gen,
+		.name = l->name,
+		.name_len = (uint32_t)l->name_len,
+		.mode = o->mode,
+		.if_available = o->if_available,
+		.steal = o->steal,
+	};
+	uint64_t deadline = o->timeout_ns ? wlk__now_ns() + o->timeout_ns : 0;
+	uint32_t *word;
+	int rc, why;
+
+	rc = wlk__lock(b, &wake);
+	if (rc)
+		return rc;
+	rc = wlk__request_lock(b, &e, &wake, &l->slot, &l->gen);
+	wlk__unlock(b, &wake);
+	*got = rc == 0;
+	if (rc)
+		return rc == 1 ? 0 : rc;
+
+	word = &wlk__req(b, l->slot)->word;
+	why = wait_grant(m, word, l->gen, o->signal, deadline);
+	if (why) {
+		rc = give_up(b, l->slot, l->gen);
+		if (rc == 0 || rc < 0)
+			return rc == 0 ? why : rc;
+		/* Granted while giving up: a timeout came too late. */
+		if (why != WLK_ETIMEDOUT)
+			goto release;
+	}
+	if (WLK_WORD_GEN(wlk__word_load(word)) != l->gen ||
+	    WLK_WORD_STATE(wlk__word_load(word)) < WLK_SLOT_HELD)
+		return WLK_ESTATE; /* dropped: the manager was closed */
+	/* Spec 4.4 step 14.1: an aborted signal still wins before the
+	 * callback runs; the lock is released at once. */
+	why = o->signal ? uatomic_read(&o->signal->reason) : 0;
+	if (!why)
+		return 0;
+release:
+	release_slot(b, l->slot, l->gen);
+	return why;
+}
+
+static struct wlk_lock *lock_new(struct wlk_manager *m, const char *name,
+				 size_t len, enum wlk_mode mode)
+{
+	struct wlk_lock *l = malloc(sizeof(*l) + len + 1);
+
+	if (!l)
+		return NULL;
+	l->m = m;
+	l->mode = mode;
+	l->name_len = len;
+	memcpy(l->name, name, len);
+	l->name[len] = '\0';
+	return l;
+}
+
+static int acquire(struct wlk_manager *m, const char *name, size_t len,
+		   const struct wlk_options *o, struct wlk_lock **out)
+{
+	static const struct wlk_options defaults;
+	struct wlk_lock *l;
+	bool got = false;
+	int rc, cancel;
+
+	if (!o)
+		o = &defaults;
+	if (!m || !name || (o->mode != WLK_EXCLUSIVE && o->mode != WLK_SHARED))
+		return WLK_EINVAL;
+	if (!wlk__manager_enter(m))
+		return WLK_ESTATE;
+	rc = validate(m, name, &len, o);
+	if (rc) {
+		wlk__manager_leave(m);
+		return rc;
+	}
+	l = lock_new(m, name, len, o->mode);
+	if (!l) {
+		wlk__manager_leave(m);
+		return -ENOMEM;
+	}
+	/* A cancelled waiter would leave its request queued for ever. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	rc = obtain(m, l, o, &got);
+	pthread_setcancelstate(cancel, NULL);
+	if (rc || !got) {
+		free(l);
+		wlk__manager_leave(m);
+		*out = NULL;
+		return rc;
+	}
+	l->token = wlk__req(m->b, l->slot)->token;
+	*out = l; /* keeps the manager reference taken above */
+	return 0;
+}
+
+WLK_EXPORT int wlk_acquire(struct wlk_manager *m, const char *name,
+			   size_t name_len, const struct wlk_options *o,
+			   struct wlk_lock **out)
+{
+	struct wlk_lock *l;
+	int rc;
+
+	if (!out)
+		return WLK_EINVAL;
+	rc = acquire(m, name, name_len, o, &l);
+	if (!rc)
+		*out = l;
+	return rc;
+}
+
+WLK_EXPORT int wlk_release(struct wlk_lock *l)
+{
+	struct wlk_manager *m;
+	int rc = WLK_ESTATE;
+
+	if (!l)
+		return 0;
+	m = l->m;
+	/* In a fork child the lock is the parent's: touch nothing shared. */
+	if (m->fork_gen == wlk__fork_gen())
+		rc = release_slot(m->b, l->slot, l->gen);
+	free(l);
+	wlk__manager_leave(m);
+	return rc;
+}
+
+/* A thread cancelled inside the callback must not keep the lock. */
+static void release_on_cancel(void *arg)
+{
+	wlk_release(arg);
+}
+
+WLK_EXPORT int wlk_request(struct wlk_manager *m, const char *name,
+			   size_t name_len, const struct wlk_options *o,
+			   wlk_callback cb, void *arg)
+{
+	struct wlk_lock *l = NULL;
+	int rc, ret;
+
+	if (!cb)
+		return WLK_EINVAL;
+	rc = acquire(m, name, name_len, o, &l);
+	if (rc)
+		return rc;
+	pthread_cleanup_push(release_on_cancel, l);
+	ret = cb(l, arg);
+	pthread_cleanup_pop(0);
+	if (!l)
+		return ret;
+	rc = wlk_release(l);
+	/* The spec's released promise rejects if the lock was stolen; a
+	 * closed manager released the lock under the callback. */
+	return rc == WLK_ESTOLEN || rc == WLK_ESTATE || rc == WLK_ECORRUPT
+		       ? rc
+		       : ret;
+}
+
+WLK_EXPORT const char *wlk_lock_name(const struct wlk_lock *l, size_t *len)
+{
+	if (len)
+		*len = l->name_len;
+	return l->name;
+}
+
+WLK_EXPORT enum wlk_mode wlk_lock_mode(const struct wlk_lock *l)
+{
+	return l->mode;
+}
+
+WLK_EXPORT bool wlk_lock_stolen(const struct wlk_lock *l)
+{
+	return wlk__word_load(&wlk__req(l->m->b, l->slot)->word) ==
+	       WLK_WORD(l->gen, WLK_SLOT_STOLEN);
+}
+
+WLK_EXPORT uint64_t wlk_lock_token(const struct wlk_lock *l)
+{
+	return l->token;
+}

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * segment.c - naming, creating, attaching, validating and removing a
+ * bucket's segment (the protocol is described in layout.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define SHM_DIR "/dev/shm"
+#define DEFAULT_BUCKET "default"
+#define DEFAULT_MODE 0600u
+#define ALLOWED_MODE 0666u
+#define PAGE 4096u
+/* Largest segment a geometry may ask for. */
+#define MAX_SEGMENT_SIZE (1ull << 30)
+/* Attach retries when the name is unlinked or replaced under us. */
+#define ATTACH_RETRIES 16
+
+/* Fixed keys that turn a bucket key into its segment name: a file format. */
+static const uint64_t name_key_hi[2] = {0x7765626c6f636b73ull,
+					0x2d6e616d652d6869ull};
+static const uint64_t name_key_lo[2] = {0x7765626c6f636b73ull,
+					0x2d6e616d652d6c6full};
+
+static size_t round_up(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+static void put_field(uint8_t **p, const char *s, size_t len)
+{
+	uint32_t l = (uint32_t)len;
+
+	memcpy(*p, &l, sizeof(l));
+	memcpy(*p + sizeof(l), s, len);
+	*p += sizeof(l) + len;
+}
+
+static int check_ident(const char *s, size_t max)
+{
+	size_t len = strnlen(s, max + 1);
+
+	return len > max ? WLK_ENAMETOOLONG : 0;
+}
+
+/*
+ * wlk__bucket_key() - validate the bucket's identity and derive its key and
+ * segment name.
+ */
+int wlk__bucket_key(const char *origin, const struct wlk_manager_options *o,
+		    uint8_t key[WLK_KEY_BYTES], char *shm_name)
+{
+	const char *bucket = o && o->bucket ? o->bucket : DEFAULT_BUCKET;
+	const char *part = o && o->partition ? o->partition : "";
+	uint8_t buf[3 * sizeof(uint32_t) + WLK_ORIGIN_MAX + WLK_BUCKET_MAX +
+		    WLK_PARTITION_MAX];
+	uint8_t *p = buf;
+	uint64_t hi, lo;
+	int rc;
+
+	if (!origin || !*origin || !*bucket)
+		return WLK_EINVAL;
+	/* "null" is how an opaque origin serialises: it has no bucket. */
+	if (!strcmp(origin, "null"))
+		return WLK_ESECURITY;
+	rc = check_ident(origin, WLK_ORIGIN_MAX);
+	if (!rc)
+		rc = check_ident(bucket, WLK_BUCKET_MAX);
+	if (!rc)
+		rc = check_ident(part, WLK_PARTITION_MAX);
+	if (rc)
+		return rc;
+	put_field(&p, origin, strlen(origin));
+	put_field(&p, bucket, strlen(bucket));
+	put_field(&p, part, strlen(part));
+	hi = wlk__siphash(name_key_hi, buf, (size_t)(p - buf));
+	lo = wlk__siphash(name_key_lo, buf, (size_t)(p - buf));
+	for (int i = 0; i < 8; i++) {
+		key[i] = (uint8_t)(hi >> (56 - 8 * i));
+		key[8 + i] = (uint8_t)(lo >> (56 - 8 * i));
+	}
+	snprintf(shm_name, WLK_SHM_NAME_MAX, "/wlk%u-%u-%016llx%016llx",
+		 WLK_LAYOUT_VERSION, (unsigned int)geteuid(),
+		 (unsigned long long)hi, (unsigned long long)lo);
+	return 0;
+}
+
+/* The geometry a segment with these capacities has. */
+static int geo_compute(uint32_t names, uint32_t requests, uint32_t name_len,
+		       struct wlk__geo *g)
+{
+	uint64_t end;
+
+	if (!names || names > WLK_LIMIT_MAX_NAMES || !requests ||
+	    requests > WLK_LIMIT_MAX_REQUESTS || !name_len ||
+	    name_len > WLK_LIMIT_MAX_NAME_LEN)
+		return WLK_EINVAL;
+	g->max_agents = WLK_MAX_AGENTS;
+	g->max_clients = WLK_MAX_CLIENTS;
+	g->max_names = names;
+	g->max_requests = requests;
+	g->max_name_len = name_len;
+	g->name_stride = (uint32_t)round_up(sizeof(struct wlk_seg_name) +
+					    name_len, WLK_CACHELINE);
+	g->hash_buckets = 1;
+	while (g->hash_buckets < 2 * names)
+		g->hash_buckets <<= 1;
+	g->off_agents = WLK_HEADER_SIZE;
+	g->off_clients = g->off_agents +
+			 (size_t)g->max_agents * sizeof(struct wlk_seg_agent);
+	g->off_names = g->off_clients +
+		       (size_t)g->max_clients * sizeof(struct wlk_seg_client);
+	g->off_requests = g->off_names + (size_t)names * g->name_stride;
+	g->off_hash = g->off_requests +
+		      (size_t)requests * sizeof(struct wlk_seg_request);
+	end = g->off_hash + (uint64_t)g->hash_buckets * sizeof(uint32_t);
+	if (end > MAX_SEGMENT_SIZE)
+		return WLK_EINVAL;
+	g->size = round_up((size_t)end, PAGE);
+	return 0;
+}
+
+static int ofd_lock(int fd, short type, off_t byte, bool wait)
+{
+	struct flock fl = {
+		.l_type = type,
+		.l_whence = SEEK_SET,
+		.l_start = byte,
+		.l_len = 1,
+	};
+
+	while (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EACCES)
+			return -EBUSY;
+		return wlk__errno(errno);
+	}
+	return 0;
+}
+
+/* Whether the name still refers to the file we opened (not unlinked). */
+static bool name_is_fd(const char *shm_name, int fd)
+{
+	char path[sizeof(SHM_DIR) + WLK_SHM_NAME_MAX];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), SHM_DIR "%s", shm_name);
+	return stat(path, &a) == 0 && fstat(fd, &b) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+static void pidns_id(uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+
+	*dev = 0;
+	*ino = 0;
+	if (stat("/proc/self/ns/pid", &st) == 0) {
+		*dev = (uint64_t)st.st_dev;
+		*ino = (uint64_t)st.st_ino;
+	}
+}
+
+static void set_ident(char *dst, uint32_t *len, const char *src)
+{
+	*len = (uint32_t)strlen(src);
+	memcpy(dst, src, *len);
+}
+
+/* Initialise a segment nobody is attached to, from scratch. */
+static int create(struct wlk__bucket *b, const char *origin,
+		  const struct wlk_manager_options *o, const struct wlk__geo *g)
+{
+	struct wlk_seg_header *h;
+	int rc;
+
+	/* Truncating to 0 first discards stale content in one step. */
+	if (ftruncate(b->fd, 0) < 0 || ftruncate(b->fd, (off_t)g->size) < 0)
+		return wlk__errno(errno);
+	/* Reserve the pages now: on a full tmpfs, ENOSPC here, not SIGBUS. */
+	rc = posix_fallocate(b->fd, 0, (off_t)g->size);
+	if (rc)
+		return wlk__errno(rc);
+	b->base = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       b->fd, 0);
+	if (b->base == MAP_FAILED) {
+		b->base = NULL;
+		return wlk__errno(errno);
+	}
+	b->geo = *g;
+	b->hdr = h = (struct wlk_seg_header *)b->base;
+	h->layout_version = WLK_LAYOUT_VERSION;
+	h->abi_sig = WLK_ABI_SIG;
+	h->segment_size = g->size;
+	h->header_size = WLK_HEADER_SIZE;
+	h->creator_uid = (uint32_t)geteuid();
+	pidns_id(&h->pidns_dev, &h->pidns_ino);
+	if (getrandom(h->seg_key, sizeof(h->seg_key), 0) !=
+	    (ssize_t)sizeof(h->seg_key))
+		return wlk__errno(errno);
+	h->max_agents = g->max_agents;
+	h->max_clients = g->max_clients;
+	h->max_names = g->max_names;
+	h->max_requests = g->max_requests;
+	h->max_name_len = g->max_name_len;
+	h->name_stride = g->name_stride;
+	h->hash_buckets = g->hash_buckets;
+	h->off_agents = g->off_agents;
+	h->off_clients = g->off_clients;
+	h->off_names = g->off_names;
+	h->off_requests = g->off_requests;
+	h->off_hash = g->off_hash;
+	h->created_ns = wlk__realtime_ns();
+	set_ident(h->origin, &h->origin_len, origin);
+	set_ident(h->bucket, &h->bucket_len,
+		  o && o->bucket ? o->bucket : DEFAULT_BUCKET);
+	set_ident(h->partition, &h->partition_len,
+		  o && o->partition ? o->partition : "");
+	rc = wlk__mutex_init(&h->sync.mutex);
+	for (uint32_t i = 0; !rc && i < g->max_agents; i++)
+		rc = wlk__mutex_init(&wlk__agent(b, i)->u.lifeline);
+	if (rc)
+		return rc;
+	memcpy(b->seg_key, h->seg_key, sizeof(b->seg_key));
+	wlk__segment_format(b);
+	h->seg_state = WLK_SEG_READY;
+	/* Publish: an attacher that sees the magic sees everything above. */
+	cmm_smp_wmb();
+	memcpy(h->magic, WLK_SEG_MAGIC, WLK_SEG_MAGIC_LEN);
+	return 0;
+}
+
+static bool ident_eq(const char *field, uint32_t len, size_t cap,
+		     const char *want)
+{
+	return len < cap && len == strlen(want) && !memcmp(field, want, len);
+}
+
+/* Check an existing segment's header; on success b->geo is set. */
+static int validate(struct wlk__bucket *b, const char *origin,
+		    const struct wlk_manager_options *o, size_t file_size)
+{
+	const struct wlk_seg_header *h = b->hdr;
+	struct wlk__geo g;
+	uint64_t dev, ino;
+
+	cmm_smp_rmb();
+	if (memcmp(h->magic, WLK_SEG_MAGIC, WLK_SEG_MAGIC_LEN))
+		return WLK_ECORRUPT;
+	if (h->layout_version != WLK_LAYOUT_VERSION ||
+	    h->abi_sig != WLK_ABI_SIG || h->header_size != WLK_HEADER_SIZE)
+		return WLK_EFORMAT;
+	if (h->creator_uid != (uint32_t)geteuid())
+		return WLK_ESECURITY;
+	/* Robust mutex owners are namespace-local thread ids. */
+	pidns_id(&dev, &ino);
+	if ((h->pidns_dev || h->pidns_ino) &&
+	    (dev != h->pidns_dev || ino != h->pidns_ino))
+		return WLK_ESECURITY;
+	if (geo_compute(h->max_names, h->max_requests, h->max_name_len, &g) ||
+	    g.size != h->segment_size || g.size != file_size ||
+	    g.name_stride != h->name_stride ||
+	    g.hash_buckets != h->hash_buckets ||
+	    h->max_agents != g.max_agents || h->max_clients != g.max_clients ||
+	    h->off_agents != g.off_agents || h->off_clients != g.off_clients ||
+	    h->off_names != g.off_names || h->off_requests != g.off_requests ||
+	    h->off_hash != g.off_hash)
+		return WLK_ECORRUPT;
+	if (!ident_eq(h->origin, h->origin_len, sizeof(h->origin), origin) ||
+	    !ident_eq(h->bucket, h->bucket_len, sizeof(h->bucket),
+		      o && o->bucket ? o->bucket : DEFAULT_BUCKET) ||
+	    !ident_eq(h->partition, h->partition_len, sizeof(h->partition),
+		      o && o->partition ? o->partition : ""))
+		return WLK_ECORRUPT; /* a hash collision, or tampering */
+	b->geo = g;
+	memcpy(b->seg_key, h->seg_key, sizeof(b->seg_key));
+	return 0;
+}
+
+static int attach_existing(struct wlk__bucket *b, const char *origin,
+			   const struct wlk_manager_options *o)
+{
+	struct stat st;
+	int rc;
+
+	rc = ofd_lock(b->fd, F_RDLCK, WLK_LOCK_ATTACH, false);
+	if (rc)
+		return rc == -EBUSY ? WLK_ECORRUPT : rc;
+	if (fstat(b->fd, &st) < 0)
+		return wlk__errno(errno);
+	if ((size_t)st.st_size < WLK_HEADER_SIZE ||
+	    (uint64_t)st.st_size > MAX_SEGMENT_SIZE)
+		return WLK_ECORRUPT;
+	b->base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+		       MAP_SHARED, b->fd, 0);
+	if (b->base == MAP_FAILED) {
+		b->base = NULL;
+		return wlk__errno(errno);
+	}
+	b->hdr = (struct wlk_seg_header *)b->base;
+	b->geo.size = (size_t)st.st_size; /* for munmap if validation fails */
+	return validate(b, origin, o, (size_t)st.st_size);
+}
+
+static int check_file(int fd, unsigned int perm)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return wlk__errno(errno);
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 0777 & ~perm))
+		return WLK_ESECURITY;
+	return 0;
+}
+
+/* One attempt; -EAGAIN asks the caller to start over. */
+static int attach_once(struct wlk__bucket *b, const char *origin,
+		       const struct wlk_manager_options *o,
+		       const struct wlk__geo *g, unsigned int perm)
+{
+	bool created = true;
+	int rc;
+
+	b->fd = shm_open(b->shm_name, O_RDWR | O_CREAT | O_EXCL, perm);
+	if (b->fd < 0 && errno == EEXIST) {
+		created = false;
+		b->fd = shm_open(b->shm_name, O_RDWR, 0);
+		if (b->fd < 0 && errno == ENOENT)
+			return -EAGAIN; /* removed meanwhile */
+	}
+	if (b->fd < 0)
+		return errno == EACCES ? WLK_ESECURITY : wlk__errno(errno);
+	/* shm_open() applied the umask; the mode must be exactly perm. */
+	if (created && fchmod(b->fd, perm) < 0)
+		return wlk__errno(errno);
+	rc = check_file(b->fd, perm);
+	if (rc)
+		return rc;
+	rc = ofd_lock(b->fd, F_WRLCK, WLK_LOCK_INIT, true);
+	if (rc)
+		return rc;
+	if (!name_is_fd(b->shm_name, b->fd))
+		return -EAGAIN; /* unlinked between open and lock */
+	rc = ofd_lock(b->fd, F_WRLCK, WLK_LOCK_ATTACH, false);
+	if (rc == 0) {
+		/* Nobody is attached: whatever is there is stale. */
+		rc = create(b, origin, o, g);
+		if (!rc)
+			rc = ofd_lock(b->fd, F_RDLCK, WLK_LOCK_ATTACH, false);
+	} else if (rc == -EBUSY) {
+		rc = attach_existing(b, origin, o);
+	}
+	if (!rc)
+		rc = ofd_lock(b->fd, F_UNLCK, WLK_LOCK_INIT, false);
+	return rc;
+}
+
+/*
+ * wlk__segment_attach() - open or create the segment named b->shm_name and
+ * map it; on success b->fd, b->base, b->hdr and b->geo are set, and the
+ * attach lock is held for as long as b->fd is open.
+ */
+int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
+			const struct wlk_manager_options *o)
+{
+	unsigned int perm = o && o->permissions ? o->permissions
+						 : DEFAULT_MODE;
+	struct wlk__geo g;
+	int rc;
+
+	if (perm & ~ALLOWED_MODE)
+		return WLK_EINVAL;
+	rc = geo_compute(o && o->max_names ? o->max_names
+					   : WLK_DEFAULT_MAX_NAMES,
+			 o && o->max_requests ? o->max_requests
+					      : WLK_DEFAULT_MAX_REQUESTS,
+			 o && o->max_name_len ? o->max_name_len
+					      : WLK_DEFAULT_MAX_NAME_LEN, &g);
+	if (rc)
+		return rc;
+	for (int i = 0; i < ATTACH_RETRIES; i++) {
+		rc = attach_once(b, origin, o, &g, perm);
+		if (rc)
+			wlk__segment_detach(b);
+		if (rc != -EAGAIN)
+			return rc;
+	}
+	return -EAGAIN;
+}
+
+void wlk__segment_detach(struct wlk__bucket *b)
+{
+	if (b->base)
+		munmap(b->base, b->geo.size);
+	if (b->fd >= 0)
+		close(b->fd); /* drops the OFD locks of this description */
+	b->base = NULL;
+	b->hdr = NULL;
+	b->fd = -1;
+}
+
+/* Unlink a segment nobody is attached to. */
+int wlk__segment_remove(const char *shm_name)
+{
+	int fd, rc;
+
+	fd = shm_open(shm_name, O_RDWR, 0);
+	if (fd < 0)
+		return errno == EACCES ? WLK_ESECURITY : wlk__errno(errno);
+	rc = check_file(fd, ALLOWED_MODE);
+	if (!rc)
+		rc = ofd_lock(fd, F_WRLCK, WLK_LOCK_INIT, true);
+	if (!rc)
+		rc = ofd_lock(fd, F_WRLCK, WLK_LOCK_ATTACH, false);
+	if (!rc && !name_is_fd(shm_name, fd))
+		rc = -ENOENT; /* somebody else removed it first */
+	if (!rc && shm_unlink(shm_name) < 0)
+		rc = wlk__errno(errno);
+	close(fd);
+	return rc;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * signal.c - AbortController/AbortSignal. Aborting is an atomic store and a
+ * futex wake, so it may be done from a signal handler.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+WLK_EXPORT int wlk_signal_new(struct wlk_signal **out)
+{
+	struct wlk_signal *s;
+
+	if (!out)
+		return WLK_EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	*out = s;
+	return 0;
+}
+
+WLK_EXPORT void wlk_signal_abort(struct wlk_signal *s, int reason)
+{
+	if (!s)
+		return;
+	if (reason >= 0)
+		reason = WLK_EABORTED;
+	/* The first abort sets the reason; the word changes after it, so a
+	 * waiter that read the old word sees the reason (request.c). */
+	if (uatomic_cmpxchg(&s->reason, 0, reason) != 0)
+		return;
+	uatomic_inc(&s->word);
+	wlk__futex_wake(&s->word, INT32_MAX);
+}
+
+WLK_EXPORT bool wlk_signal_aborted(const struct wlk_signal *s)
+{
+	return s && uatomic_read(&s->reason) != 0;
+}
+
+WLK_EXPORT void wlk_signal_free(struct wlk_signal *s)
+{
+	free(s);
+}

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * table.c - slots of the segment's tables: lookup, allocation, freeing.
+ *
+ * Everything here runs under the segment mutex. A slot is filled while its
+ * word says FREE and published by one store of its word; the free lists,
+ * hash chains and counters are derived state that recover.c can rebuild, so
+ * a process killed between the two leaves nothing recovery cannot fix.
+ * Indices read from the segment are bounded before use; a bad one marks the
+ * segment for repair and fails the operation with WLK_ECORRUPT.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+int wlk__corrupt(struct wlk__bucket *b)
+{
+	uatomic_set(&b->hdr->needs_repair, 1);
+	return WLK_ECORRUPT;
+}
+
+uint64_t wlk__name_hash(struct wlk__bucket *b, const void *name, size_t len)
+{
+	return wlk__siphash(b->seg_key, name, len);
+}
+
+static uint32_t *chain_head(struct wlk__bucket *b, uint64_t hash)
+{
+	return &wlk__hash_heads(b)[hash & (b->geo.hash_buckets - 1)];
+}
+
+/*
+ * wlk__name_find() - find the name entry for @name.
+ * Return: 0 with *@out set, -ENOENT, or WLK_ECORRUPT.
+ */
+int wlk__name_find(struct wlk__bucket *b, const void *name, uint32_t len,
+		   uint64_t hash, uint32_t *out)
+{
+	uint32_t i = *chain_head(b, hash);
+
+	for (uint32_t steps = 0; i != WLK_NIL; steps++) {
+		struct wlk_seg_name *n;
+
+		if (i >= b->geo.max_names || steps >= b->geo.max_names)
+			return wlk__corrupt(b);
+		n = wlk__name(b, i);
+		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED &&
+		    n->hash == hash && n->len == len &&
+		    !memcmp(wlk__name_bytes(n), name, len)) {
+			*out = i;
+			return 0;
+		}
+		i = n->chain;
+	}
+	return -ENOENT;
+}
+
+/* Clear a name entry's derived fields. */
+void wlk__name_reset(struct wlk_seg_name *n)
+{
+	n->chain = WLK_NIL;
+	n->q_head = n->q_tail = WLK_NIL;
+	n->h_head = n->h_tail = WLK_NIL;
+	n->n_excl = n->n_shared = n->n_pending = 0;
+}
+
+/*
+ * wlk__name_new() - create the entry for a name known to be absent.
+ * Return: 0, or WLK_EFULL with nothing changed, or WLK_ECORRUPT.
+ */
+int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
+		  uint64_t hash, uint32_t *out)
+{
+	struct wlk_seg_header *h = b->hdr;
+	uint32_t i = h->free_names, *head;
+	struct wlk_seg_name *n;
+
+	if (i == WLK_NIL)
+		return WLK_EFULL;
+	if (i >= b->geo.max_names)
+		return wlk__corrupt(b);
+	n = wlk__name(b, i);
+	if (WLK_WORD_STATE(n->word) != WLK_SLOT_FREE)
+		return wlk__corrupt(b);
+	h->free_names = n->chain;
+	n->len = len;
+	n->hash = hash;
+	memcpy(wlk__name_bytes(n), name, len);
+	wlk__name_reset(n);
+	wlk__word_store(&n->word, WLK_WORD(WLK_WORD_GEN(n->word),
+					   WLK_SLOT_USED));
+	head = chain_head(b, hash);
+	n->chain = *head;
+	*head = i;
+	uatomic_inc(&h->n_names);
+	uatomic_add(&h->name_bytes, len);
+	*out = i;
+	return 0;
+}
+
+/* Free a name entry once no request refers to it. */
+void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_header *h = b->hdr;
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t *link = chain_head(b, n->hash);
+
+	if (n->h_head != WLK_NIL || n->q_head != WLK_NIL)
+		return;
+	for (uint32_t steps = 0; *link != ni; steps++) {
+		if (*link >= b->geo.max_names || steps >= b->geo.max_names) {
+			wlk__corrupt(b);
+			return;
+		}
+		link = &wlk__name(b, *link)->chain;
+	}
+	*link = n->chain;
+	wlk__word_store(&n->word, WLK_WORD(WLK_WORD_GEN(n->word) + 1,
+					   WLK_SLOT_FREE));
+	n->chain = h->free_names;
+	h->free_names = ni;
+	uatomic_dec(&h->n_names);
+	uatomic_sub(&h->name_bytes, n->len);
+}
+
+/* Pop a free request slot; WLK_NIL when the table is full (or corrupt). */
+uint32_t wlk__req_alloc(struct wlk__bucket *b)
+{
+	struct wlk_seg_header *h = b->hdr;
+	uint32_t i = h->free_requests;
+
+	if (i == WLK_NIL)
+		return WLK_NIL;
+	if (i >= b->geo.max_requests ||
+	    WLK_WORD_STATE(wlk__req(b, i)->word) != WLK_SLOT_FREE) {
+		wlk__corrupt(b);
+		return WLK_NIL;
+	}
+	h->free_requests = wlk__req(b, i)->next;
+	uatomic_inc(&h->n_requests);
+	return i;
+}
+
+/* Free a request slot that is in no list; its waiters see the new gen. */
+void wlk__req_free(struct wlk__bucket *b, uint32_t ri)
+{
+	struct wlk_seg_header *h = b->hdr;
+	struct wlk_seg_request *r = wlk__req(b, ri);
+
+	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word) + 1,
+					   WLK_SLOT_FREE));
+	r->prev = WLK_NIL;
+	r->next = h->free_requests;
+	h->free_requests = ri;
+	uatomic_dec(&h->n_requests);
+}
+
+bool wlk__client_live(struct wlk__bucket *b, uint32_t c, uint32_t gen)
+{
+	return c < b->geo.max_clients &&
+	       wlk__word_load(&wlk__client(b, c)->word) ==
+		       WLK_WORD(gen, WLK_SLOT_USED);
+}
+
+int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
+		      uint64_t now, uint32_t *out)
+{
+	struct wlk_seg_header *h = b->hdr;
+	uint32_t i = h->free_clients;
+	struct wlk_seg_client *c;
+
+	if (i == WLK_NIL)
+		return WLK_EFULL;
+	if (i >= b->geo.max_clients)
+		return wlk__corrupt(b);
+	c = wlk__client(b, i);
+	if (WLK_WORD_STATE(c->word) != WLK_SLOT_FREE)
+		return wlk__corrupt(b);
+	h->free_clients = c->next;
+	c->agent = b->agent;
+	c->agent_gen = b->agent_gen;
+	c->pid = wlk__agent(b, b->agent)->pid;
+	c->id_len = (uint32_t)id_len;
+	memcpy(c->id, id, id_len);
+	c->id[id_len] = '\0';
+	c->opened_ns = now;
+	c->next = WLK_NIL;
+	wlk__word_store(&c->word, WLK_WORD(WLK_WORD_GEN(c->word),
+					   WLK_SLOT_USED));
+	uatomic_inc(&h->n_clients);
+	*out = i;
+	return 0;
+}
+
+void wlk__client_free(struct wlk__bucket *b, uint32_t ci)
+{
+	struct wlk_seg_header *h = b->hdr;
+	struct wlk_seg_client *c = wlk__client(b, ci);
+
+	wlk__word_store(&c->word, WLK_WORD(WLK_WORD_GEN(c->word) + 1,
+					   WLK_SLOT_FREE));
+	c->next = h->free_clients;
+	h->free_clients = ci;
+	uatomic_dec(&h->n_clients);
+}
+
+int wlk__agent_alloc(struct wlk__bucket *b, uint32_t pid, uint64_t now,
+		     uint32_t *out)
+{
+	struct wlk_seg_header *h = b->hdr;
+	uint32_t i = h->free_agents;
+	struct wlk_seg_agent *a;
+
+	if (i == WLK_NIL)
+		return WLK_EFULL;
+	if (i >= b->geo.max_agents)
+		return wlk__corrupt(b);
+	a = wlk__agent(b, i);
+	if (WLK_WORD_STATE(a->word) != WLK_SLOT_FREE)
+		return wlk__corrupt(b);
+	h->free_agents = a->next;
+	a->pid = pid;
+	a->start_ns = now;
+	a->next = WLK_NIL;
+	wlk__word_store(&a->word, WLK_WORD(WLK_WORD_GEN(a->word),
+					   WLK_SLOT_USED));
+	uatomic_inc(&h->n_agents);
+	*out = i;
+	return 0;
+}
+
+/* Free our agent slot if it is still ours (gen unchanged). */
+void wlk__agent_free(struct wlk__bucket *b, uint32_t ai, uint32_t gen)
+{
+	struct wlk_seg_header *h = b->hdr;
+	struct wlk_seg_agent *a = wlk__agent(b, ai);
+
+	if (a->word != WLK_WORD(gen, WLK_SLOT_USED))
+		return;
+	wlk__word_store(&a->word, WLK_WORD(gen + 1, WLK_SLOT_FREE));
+	a->next = h->free_agents;
+	h->free_agents = ai;
+	uatomic_dec(&h->n_agents);
+}
