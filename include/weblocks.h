@@ -88,15 +88,16 @@ extern "C" {
 #define WLK_VERSION_PATCH 0
 
 /*
- * WLK_ERRNO_MAP(XX) - the error table: XX(name, value, DOMException name or
- * NULL, message). It is the single source of the enum below, of
+ * WLK_ERRNO_MAP(XX) - the error table: XX(name, value, error name, message),
+ * where the error name is the DOMException name where the spec has one and
+ * the symbol otherwise. It is the single source of the enum below, of
  * wlk_strerror() and of wlk_error_name(). Codes that equal a negated errno
  * value keep that value so they compare equal to -errno.
  */
 #define WLK_ERRNO_MAP(XX)                                                      \
 	XX(EINVAL, -22, "TypeError",                                           \
 	   "invalid argument")                                                 \
-	XX(ENAMETOOLONG, -36, NULL,                                            \
+	XX(ENAMETOOLONG, -36, "WLK_ENAMETOOLONG",                                            \
 	   "name longer than the bucket allows")                               \
 	XX(ETIMEDOUT, -110, "TimeoutError",                                    \
 	   "timed out before the lock was granted")                            \
@@ -112,9 +113,9 @@ extern "C" {
 	   "opaque origin, or segment with a foreign owner or loose permissions") \
 	XX(EFULL, -3006, "QuotaExceededError",                                 \
 	   "a table of the bucket's segment is full")                          \
-	XX(ECORRUPT, -3007, NULL,                                              \
+	XX(ECORRUPT, -3007, "WLK_ECORRUPT",                                              \
 	   "segment failed validation or repair")                              \
-	XX(EFORMAT, -3008, NULL,                                               \
+	XX(EFORMAT, -3008, "WLK_EFORMAT",                                               \
 	   "segment has an incompatible layout version")
 
 /* The error codes. */

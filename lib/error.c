@@ -8,8 +8,7 @@
 #include "internal.h"
 
 #define ENTRY_MSG(name, value, dom, msg) case WLK_##name: return msg;
-#define ENTRY_NAME(name, value, dom, msg) \
-	case WLK_##name: return (dom) ? (dom) : "WLK_" #name;
+#define ENTRY_NAME(name, value, dom, msg) case WLK_##name: return dom;
 
 WLK_EXPORT const char *wlk_strerror(int err)
 {

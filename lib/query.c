@@ -54,7 +54,7 @@ static void qbuf_free(struct qbuf *q)
 	free(q->ents);
 	free(q->cids);
 	free(q->cmap);
-	memset(q, 0, sizeof(*q));
+	*q = (struct qbuf){0};
 }
 
 static int qbuf_alloc(struct qbuf *q, size_t names, size_t ents, size_t cids,

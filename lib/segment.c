@@ -254,7 +254,7 @@ static int validate(struct wlk__bucket *b, const char *origin,
 	uint64_t dev, ino;
 
 	cmm_smp_rmb();
-	if (memcmp(h->magic, WLK_SEG_MAGIC, WLK_SEG_MAGIC_LEN))
+	if (memcmp(h->magic, WLK_SEG_MAGIC, WLK_SEG_MAGIC_LEN) != 0)
 		return WLK_ECORRUPT;
 	if (h->layout_version != WLK_LAYOUT_VERSION ||
 	    h->abi_sig != WLK_ABI_SIG || h->header_size != WLK_HEADER_SIZE)
