@@ -60,6 +60,7 @@ struct wlk__bucket {
 	uint8_t key[WLK_KEY_BYTES];
 	char shm_name[WLK_SHM_NAME_MAX];
 	int fd;
+	unsigned int mode; /* permission bits of the segment file */
 	uint8_t *base;
 	struct wlk_seg_header *hdr;
 	struct wlk__geo geo;
@@ -187,6 +188,8 @@ int wlk__bucket_key(const char *origin, const struct wlk_manager_options *o,
 int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
 			const struct wlk_manager_options *o) WLK_INTERNAL;
 void wlk__segment_detach(struct wlk__bucket *b) WLK_INTERNAL;
+int wlk__segment_perm_check(const struct wlk__bucket *b,
+			    const struct wlk_manager_options *o) WLK_INTERNAL;
 int wlk__segment_remove(const char *shm_name) WLK_INTERNAL;
 
 /* registry.c */

@@ -199,18 +199,23 @@ int wlk__bucket_get(const char *origin, const struct wlk_manager_options *o,
 	if (init_error)
 		return init_error;
 	b = lookup(key);
-	if (b) {
-		*out = b;
-		return 0;
+	if (!b) {
+		/* Creation is serialised so that a bucket is mapped once. */
+		pthread_mutex_lock(&reg_mutex);
+		b = lookup(key);
+		rc = b ? 0 : create(origin, o, key, shm_name, &b);
+		pthread_mutex_unlock(&reg_mutex);
+		if (rc)
+			return rc;
 	}
-	/* Creation is serialised so that a bucket is mapped once. */
-	pthread_mutex_lock(&reg_mutex);
-	b = lookup(key);
-	rc = b ? 0 : create(origin, o, key, shm_name, &b);
-	pthread_mutex_unlock(&reg_mutex);
-	if (!rc)
-		*out = b;
-	return rc;
+	/* Already mapped here: the file was checked, the options were not. */
+	rc = wlk__segment_perm_check(b, o);
+	if (rc) {
+		wlk__bucket_put(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
 }
 
 /*

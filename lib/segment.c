@@ -311,7 +311,8 @@ static int attach_existing(struct wlk__bucket *b, const char *origin,
 	return validate(b, origin, o, (size_t)st.st_size);
 }
 
-static int check_file(int fd, unsigned int perm)
+/* Owned by us, and no looser than @perm; *@mode gets its permissions. */
+static int check_file(int fd, unsigned int perm, unsigned int *mode)
 {
 	struct stat st;
 
@@ -320,7 +321,27 @@ static int check_file(int fd, unsigned int perm)
 	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
 	    (st.st_mode & 0777 & ~perm))
 		return WLK_ESECURITY;
+	*mode = st.st_mode & 0777;
 	return 0;
+}
+
+static int options_perm(const struct wlk_manager_options *o,
+			unsigned int *perm)
+{
+	*perm = o && o->permissions ? o->permissions : DEFAULT_MODE;
+	return *perm & ~ALLOWED_MODE ? WLK_EINVAL : 0;
+}
+
+/* The check check_file() made, for a bucket this process has mapped. */
+int wlk__segment_perm_check(const struct wlk__bucket *b,
+			    const struct wlk_manager_options *o)
+{
+	unsigned int perm;
+	int rc = options_perm(o, &perm);
+
+	if (rc)
+		return rc;
+	return b->mode & ~perm ? WLK_ESECURITY : 0;
 }
 
 /* One attempt; -EAGAIN asks the caller to start over. */
@@ -343,7 +364,7 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 	/* shm_open() applied the umask; the mode must be exactly perm. */
 	if (created && fchmod(b->fd, perm) < 0)
 		return wlk__errno(errno);
-	rc = check_file(b->fd, perm);
+	rc = check_file(b->fd, perm, &b->mode);
 	if (rc)
 		return rc;
 	rc = ofd_lock(b->fd, F_WRLCK, WLK_LOCK_INIT, true);
@@ -373,13 +394,13 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
 			const struct wlk_manager_options *o)
 {
-	unsigned int perm = o && o->permissions ? o->permissions
-						 : DEFAULT_MODE;
+	unsigned int perm;
 	struct wlk__geo g;
 	int rc;
 
-	if (perm & ~ALLOWED_MODE)
-		return WLK_EINVAL;
+	rc = options_perm(o, &perm);
+	if (rc)
+		return rc;
 	rc = geo_compute(o && o->max_names ? o->max_names
 					   : WLK_DEFAULT_MAX_NAMES,
 			 o && o->max_requests ? o->max_requests
@@ -412,12 +433,13 @@ void wlk__segment_detach(struct wlk__bucket *b)
 /* Unlink a segment nobody is attached to. */
 int wlk__segment_remove(const char *shm_name)
 {
+	unsigned int mode;
 	int fd, rc;
 
 	fd = shm_open(shm_name, O_RDWR, 0);
 	if (fd < 0)
 		return errno == EACCES ? WLK_ESECURITY : wlk__errno(errno);
-	rc = check_file(fd, ALLOWED_MODE);
+	rc = check_file(fd, ALLOWED_MODE, &mode);
 	if (!rc)
 		rc = ofd_lock(fd, F_WRLCK, WLK_LOCK_INIT, true);
 	if (!rc)
