@@ -3,6 +3,7 @@
  * error.c - wlk_strerror() and wlk_error_name(), both from WLK_ERRNO_MAP.
  */
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 #include "internal.h"
@@ -22,7 +23,7 @@ WLK_EXPORT const char *wlk_strerror(int err)
 		break;
 	}
 #ifdef HAVE_STRERRORDESC_NP
-	if (err < 0)
+	if (err < 0 && err > INT_MIN) /* -INT_MIN overflows */
 		s = strerrordesc_np(-err);
 #endif
 	return s ? s : "unknown error";
@@ -40,7 +41,7 @@ WLK_EXPORT const char *wlk_error_name(int err)
 		break;
 	}
 #ifdef HAVE_STRERRORNAME_NP
-	if (err < 0)
+	if (err < 0 && err > INT_MIN)
 		s = strerrorname_np(-err);
 #endif
 	return s ? s : "UnknownError";

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# demo.sh - Quick start 1: install what is missing, build, run examples/tabs.
+#
+# usage: examples/demo.sh [tabs options: -n TABS -s SECONDS -o ORIGIN]
+#
+# Builds in build/ (or in the source tree if it is already configured there)
+# and reuses that build on later runs.
+set -euo pipefail
+
+srcdir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Debian packages the build needs; installed only when missing.
+packages=(build-essential autoconf automake libtool pkg-config liburcu-dev
+	libcriterion-dev)
+
+install_missing() {
+	local missing=() p sudo=()
+
+	if ! command -v dpkg-query >/dev/null; then
+		echo "demo: not a Debian system; make sure these are" \
+			"installed: ${packages[*]}" >&2
+		return 0
+	fi
+	for p in "${packages[@]}"; do
+		# dpkg -s also succeeds for removed packages that left config.
+		if [[ $(dpkg-query -W -f='${db:Status-Status}' "$p" \
+			2>/dev/null) != installed ]]; then
+			missing+=("$p")
+		fi
+	done
+	[[ ${#missing[@]} -eq 0 ]] && return 0
+	if [[ $(id -u) -ne 0 ]]; then
+		command -v sudo >/dev/null || {
+			echo "demo: need root or sudo to install:" \
+				"${missing[*]}" >&2
+			exit 1
+		}
+		sudo=(sudo)
+	fi
+	echo "demo: installing ${missing[*]}"
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q "${missing[@]}"
+}
+
+install_missing
+
+# configure refuses to build out of tree once the tree is configured in place.
+if [[ -f $srcdir/config.status ]]; then
+	builddir=$srcdir
+else
+	builddir=$srcdir/build
+fi
+
+if [[ ! -x $srcdir/configure ]]; then
+	echo "demo: autoreconf -fi"
+	(cd "$srcdir" && autoreconf -fi)
+fi
+if [[ ! -f $builddir/Makefile ]]; then
+	echo "demo: configuring in $builddir"
+	mkdir -p "$builddir"
+	(cd "$builddir" && "$srcdir/configure" -q)
+fi
+# make rebuilds only what changed (and reruns configure if configure.ac did).
+echo "demo: building in $builddir"
+make -C "$builddir" -s -j"$(nproc)"
+
+echo "demo: running examples/tabs $*"
+exec "$builddir/examples/tabs" "$@"

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# run.sh - Quick start 2 and CI: install what is missing, build, run all tests.
+#
+# Builds from scratch, out of tree, twice:
+#   build-check/  --enable-Werror; make check, then make distcheck
+#   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer; make check
+# and ends with each test program's Criterion "Synthesis:" line per build and
+# a total "N passed, N failed". Exits non-zero if anything failed.
+#
+# Environment: JOBS (default: nproc), CHECK_TIMEOUT (seconds per make check,
+# default 1200), DISTCHECK=no to skip make distcheck.
+set -euo pipefail
+
+srcdir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+jobs=${JOBS:-$(nproc)}
+check_timeout=${CHECK_TIMEOUT:-1200}
+
+# Debian packages the build and the tests need; installed only when missing.
+packages=(build-essential autoconf automake libtool pkg-config liburcu-dev
+	libcriterion-dev)
+
+install_missing() {
+	local missing=() p sudo=()
+
+	if ! command -v dpkg-query >/dev/null; then
+		echo "run.sh: not a Debian system; make sure these are" \
+			"installed: ${packages[*]}" >&2
+		return 0
+	fi
+	for p in "${packages[@]}"; do
+		# dpkg -s also succeeds for removed packages that left config.
+		if [[ $(dpkg-query -W -f='${db:Status-Status}' "$p" \
+			2>/dev/null) != installed ]]; then
+			missing+=("$p")
+		fi
+	done
+	[[ ${#missing[@]} -eq 0 ]] && return 0
+	if [[ $(id -u) -ne 0 ]]; then
+		command -v sudo >/dev/null || {
+			echo "run.sh: need root or sudo to install:" \
+				"${missing[*]}" >&2
+			exit 1
+		}
+		sudo=(sudo)
+	fi
+	echo "run.sh: installing ${missing[*]}"
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q "${missing[@]}"
+}
+
+passed=0
+failed=0
+summary=()	# lines printed at the end
+bad_logs=()	# logs whose tails are printed before the summary
+
+step_failed() {	# LABEL WHAT [LOG]
+	summary+=("$1: $2: FAILED")
+	failed=$((failed + 1))
+	[[ -n ${3:-} ]] && bad_logs+=("$3")
+	return 0
+}
+
+# "Synthesis: Tested: X | Passing: Y | Failing: Z | Crashing: W"
+synth_re='Passing: *([0-9]+) *\| *Failing: *([0-9]+)'
+
+# Add up the results of one build's make check from the test logs.
+collect() {	# LABEL DIR
+	local label=$1 dir=$2 trs log name result synth y z reports
+	local found=0
+
+	while IFS= read -r -d '' trs; do
+		found=1
+		log=${trs%.trs}.log
+		name=${log#"$dir"/}
+		name=${name%.log}
+		result=$(sed -n 's/^:test-result: *//p' "$trs" | head -n 1)
+		# Criterion colours only terminals, but strip escapes anyway.
+		synth=$(sed 's/\x1b\[[0-9;]*m//g' "$log" 2>/dev/null |
+			grep -a -o 'Synthesis:.*' | tail -n 1 || true)
+		# Leak reports do not fail a Criterion test: its worker
+		# reports them at exit after the verdict. Count them here.
+		reports=$(grep -a -c -E \
+			'ERROR: [A-Za-z]+Sanitizer|runtime error:' "$log" \
+			2>/dev/null || true)
+		if [[ $synth =~ $synth_re ]]; then
+			y=${BASH_REMATCH[1]}
+			# Failing already includes Crashing.
+			z=${BASH_REMATCH[2]}
+			summary+=("$label: $name: ${synth% }")
+			passed=$((passed + y))
+			failed=$((failed + z))
+			if ((z > 0)); then
+				bad_logs+=("$log")
+			elif [[ $result != PASS ]]; then
+				summary+=("$label: $name: exit status: $result")
+				failed=$((failed + 1))
+				bad_logs+=("$log")
+			elif ((reports > 0)); then
+				summary+=("$label: $name: sanitizer reports: $reports")
+				failed=$((failed + 1))
+				bad_logs+=("$log")
+			fi
+		else
+			# A script test, or a Criterion program that died
+			# before its summary: count the program as one test.
+			summary+=("$label: $name: $result")
+			case $result in
+			PASS | XFAIL)
+				passed=$((passed + 1))
+				;;
+			SKIP) ;;
+			*)
+				failed=$((failed + 1))
+				bad_logs+=("$log")
+				;;
+			esac
+		fi
+	done < <(find "$dir/tests" -name '*.trs' -print0 2>/dev/null | sort -z)
+	# A test that was killed (timeout) leaves a log but no .trs.
+	while IFS= read -r -d '' log; do
+		[[ -f ${log%.log}.trs || ${log##*/} == test-suite.log ]] &&
+			continue
+		name=${log#"$dir"/}
+		step_failed "$label" "${name%.log}: no result" "$log"
+	done < <(find "$dir/tests" -name '*.log' -print0 2>/dev/null | sort -z)
+	((found)) || step_failed "$label" "make check: no test results"
+	return 0
+}
+
+# build_and_check LABEL DIR [configure arguments...]: configure, make,
+# make check. Fails if any of them did.
+build_and_check() {
+	local label=$1 dir=$2 rc=0
+
+	shift 2
+	echo "run.sh: == $label build in ${dir#"$srcdir"/} =="
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	if ! (cd "$dir" && "$srcdir/configure" -q "$@"); then
+		step_failed "$label" configure "$dir/config.log"
+		return 1
+	fi
+	if ! make -C "$dir" -s -j"$jobs"; then
+		step_failed "$label" make
+		return 1
+	fi
+	echo "run.sh: == $label make check =="
+	timeout -k 30 "$check_timeout" make -C "$dir" -j"$jobs" check || rc=$?
+	if ((rc == 124)); then
+		step_failed "$label" "make check: timeout ($check_timeout s)"
+	fi
+	collect "$label" "$dir"
+	return "$rc"
+}
+
+install_missing
+
+cd "$srcdir"
+if [[ -f config.status ]]; then
+	echo "run.sh: the source tree is configured in place, which rules" \
+		"out the out-of-tree builds; run 'make distclean' first" >&2
+	exit 1
+fi
+echo "run.sh: autoreconf -fi"
+autoreconf -fi
+
+# 1. The plain build, warnings as errors; then, if it passed, make
+# distcheck (which builds and checks the tarball once more).
+if ! build_and_check plain "$srcdir/build-check" --enable-Werror; then
+	summary+=("plain: distcheck: skipped, the plain build failed")
+elif [[ ${DISTCHECK:-yes} == no ]]; then
+	summary+=("plain: distcheck: skipped (DISTCHECK=no)")
+else
+	echo "run.sh: == plain make distcheck =="
+	start=$SECONDS
+	if make -C "$srcdir/build-check" -j"$jobs" distcheck \
+		>"$srcdir/build-check/distcheck.out" 2>&1; then
+		summary+=("plain: distcheck: PASS ($((SECONDS - start)) s)")
+		passed=$((passed + 1))
+	else
+		step_failed plain "distcheck ($((SECONDS - start)) s)" \
+			"$srcdir/build-check/distcheck.out"
+	fi
+fi
+
+# 2. The same suite under ASan and UBSan. These only affect sanitized
+# programs. Criterion runs each test in a worker process; leaks that a worker
+# reports as it exits do not fail the test, so collect() counts them.
+export ASAN_OPTIONS=detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+san=-fsanitize=address,undefined
+build_and_check asan+ubsan "$srcdir/build-asan" \
+	CFLAGS="-O1 -g $san -fno-omit-frame-pointer" LDFLAGS="$san" || true
+
+for log in "${bad_logs[@]}"; do
+	[[ -f $log ]] || continue
+	echo
+	echo "run.sh: ---- last lines of ${log#"$srcdir"/} ----"
+	tail -n 60 "$log"
+done
+
+echo
+echo "run.sh: ==== test summary ===="
+for line in "${summary[@]}"; do
+	echo "$line"
+done
+echo "$passed passed, $failed failed"
+((failed == 0))
