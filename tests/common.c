@@ -1,0 +1,656 @@
+/* SPDX-License-Identifier: MIT */
+/* common.c - fixtures, query, pipe, thread and fork helpers for the tests. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "common.h"
+
+#define T_MAX_TRACKED 64
+
+/*
+ * LeakSanitizer asks this at exit. Criterion's runner process leaks a
+ * timeout-watchdog entry when tests run in parallel; it runs no test code,
+ * so check only the processes that ran a test (t_init() sets the flag).
+ */
+static bool t_in_test;
+
+/* Under LeakSanitizer, t_fini() fails a test that leaked. */
+int __lsan_do_recoverable_leak_check(void) __attribute__((weak));
+
+int __lsan_is_turned_off(void) __attribute__((visibility("default"), used));
+int __lsan_is_turned_off(void)
+{
+	return !t_in_test;
+}
+
+char t_origin[256];
+
+static unsigned int t_counter;
+
+static struct wlk_manager *t_managers[T_MAX_TRACKED];
+static pid_t t_children[T_MAX_TRACKED];
+
+struct t_bucket {
+	char *origin;
+	char *bucket;
+	char *partition;
+};
+static struct t_bucket t_buckets[T_MAX_TRACKED];
+static size_t t_nbuckets;
+static char *t_files[T_MAX_TRACKED];
+static size_t t_nfiles;
+
+static void t_sanitize(char *dst, size_t size, const char *src)
+{
+	size_t i = 0;
+
+	for (; src && *src && i + 1 < size; src++) {
+		char c = *src;
+
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
+			c = '-';
+		dst[i++] = c;
+	}
+	dst[i] = '\0';
+}
+
+void t_make_origin(char *buf, size_t size, const char *tag)
+{
+	const struct criterion_test *t = criterion_current_test;
+	char suite[48], name[96], stag[32];
+
+	t_sanitize(suite, sizeof(suite), t ? t->category : "nosuite");
+	t_sanitize(name, sizeof(name), t ? t->name : "notest");
+	t_sanitize(stag, sizeof(stag), tag ? tag : "");
+	snprintf(buf, size, "https://t-%d-%u-%s-%s%s%s.example", (int)getpid(),
+		 ++t_counter, suite, name, tag ? "-" : "", stag);
+}
+
+static char *t_strdup_or_null(const char *s)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	cr_assert_not_null(d, "out of memory");
+	return d;
+}
+
+void t_track_bucket(const char *origin, const char *bucket,
+		    const char *partition)
+{
+	struct t_bucket *b;
+
+	cr_assert_lt(t_nbuckets, T_MAX_TRACKED, "too many tracked buckets");
+	b = &t_buckets[t_nbuckets++];
+	b->origin = t_strdup_or_null(origin);
+	b->bucket = t_strdup_or_null(bucket);
+	b->partition = t_strdup_or_null(partition);
+}
+
+void t_track_file(const char *path)
+{
+	cr_assert_lt(t_nfiles, T_MAX_TRACKED, "too many tracked files");
+	t_files[t_nfiles++] = t_strdup_or_null(path);
+}
+
+void t_init(void)
+{
+	t_in_test = true;
+	t_make_origin(t_origin, sizeof(t_origin), NULL);
+	t_track_bucket(t_origin, NULL, NULL);
+}
+
+/*
+ * After a failed test something may still use a bucket (a thread stuck in
+ * a call), so wlk_bucket_remove() says -EBUSY. The segments this process
+ * maps are then this test's own (its origins are unique): unlink them so
+ * that failures leave nothing behind in /dev/shm. Criterion's own shared
+ * memory ("bxfi_*") is left alone.
+ */
+static void t_unlink_mapped_segments(void)
+{
+	char line[1024];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, " /dev/shm/");
+		size_t n;
+
+		if (!p || strstr(line, "(deleted)"))
+			continue;
+		p++;
+		n = strcspn(p, "\n");
+		p[n] = '\0';
+		if (strncmp(p, "/dev/shm/bxfi", 13) != 0)
+			(void)unlink(p);
+	}
+	fclose(f);
+}
+
+void t_fini(void)
+{
+	bool busy = false;
+	size_t i;
+
+	for (i = 0; i < T_MAX_TRACKED; i++) {
+		if (t_children[i] > 0) {
+			kill(t_children[i], SIGKILL);
+			waitpid(t_children[i], NULL, 0);
+			t_children[i] = 0;
+		}
+	}
+	for (i = 0; i < T_MAX_TRACKED; i++) {
+		if (t_managers[i]) {
+			wlk_manager_close(t_managers[i]);
+			t_managers[i] = NULL;
+		}
+	}
+	for (i = 0; i < t_nbuckets; i++) {
+		struct t_bucket *b = &t_buckets[i];
+		struct wlk_manager_options o = {
+			.bucket = b->bucket,
+			.partition = b->partition,
+		};
+
+		/* -ENOENT: never created, or the test removed it. */
+		if (wlk_bucket_remove(b->origin, &o) == -EBUSY)
+			busy = true;
+		free(b->origin);
+		free(b->bucket);
+		free(b->partition);
+	}
+	t_nbuckets = 0;
+	if (busy)
+		t_unlink_mapped_segments();
+	for (i = 0; i < t_nfiles; i++) {
+		(void)unlink(t_files[i]);
+		free(t_files[i]);
+	}
+	t_nfiles = 0;
+	if (__lsan_do_recoverable_leak_check &&
+	    __lsan_do_recoverable_leak_check() != 0) {
+		fprintf(stderr, "%s: memory leaked\n", t_origin);
+		abort();
+	}
+}
+
+static void t_track_manager(struct wlk_manager *m)
+{
+	size_t i;
+
+	for (i = 0; i < T_MAX_TRACKED; i++) {
+		if (!t_managers[i]) {
+			t_managers[i] = m;
+			return;
+		}
+	}
+	cr_assert_fail("too many open managers");
+}
+
+struct wlk_manager *t_open_at(const char *origin,
+			      const struct wlk_manager_options *o)
+{
+	struct wlk_manager *m = NULL;
+	int rc = wlk_manager_open(origin, o, &m);
+
+	cr_assert_eq(rc, 0, "wlk_manager_open(%s): %s", origin, t_ename(rc));
+	cr_assert_not_null(m, "wlk_manager_open succeeded with no manager");
+	t_track_manager(m);
+	return m;
+}
+
+struct wlk_manager *t_open_opts(const struct wlk_manager_options *o)
+{
+	return t_open_at(t_origin, o);
+}
+
+struct wlk_manager *t_open(void)
+{
+	return t_open_at(t_origin, NULL);
+}
+
+void t_forget(struct wlk_manager *m)
+{
+	size_t i;
+
+	for (i = 0; i < T_MAX_TRACKED; i++)
+		if (t_managers[i] == m)
+			t_managers[i] = NULL;
+}
+
+void t_close(struct wlk_manager *m)
+{
+	t_forget(m);
+	wlk_manager_close(m);
+}
+
+const char *t_ename(int rc)
+{
+	static __thread char buf[4][64];
+	static __thread unsigned int next;
+	char *b = buf[next++ % 4];
+
+	if (rc < 0)
+		snprintf(b, sizeof(buf[0]), "%s(%d)", wlk_error_name(rc), rc);
+	else
+		snprintf(b, sizeof(buf[0]), "%d", rc);
+	return b;
+}
+
+static bool t_name_eq(const struct wlk_lock_info *li, const char *name,
+		      size_t len)
+{
+	if (!name)
+		return true;
+	if (len == WLK_NUL_TERMINATED)
+		len = strlen(name);
+	return li->name_len == len && memcmp(li->name, name, len) == 0;
+}
+
+static size_t t_count(struct wlk_manager *m, const char *name, size_t len,
+		      bool held, const char *client_id);
+
+size_t t_held_by_pid(struct wlk_manager *m, const char *name, size_t len,
+		     pid_t pid)
+{
+	struct wlk_snapshot *s = NULL;
+	size_t i, c = 0;
+
+	if (wlk_query(m, &s) != 0)
+		return SIZE_MAX;
+	for (i = 0; i < wlk_snapshot_held_count(s); i++) {
+		const struct wlk_lock_info *li = wlk_snapshot_held(s, i);
+
+		if (li && t_name_eq(li, name, len) && li->pid == pid)
+			c++;
+	}
+	wlk_snapshot_free(s);
+	return c;
+}
+
+size_t t_pending_pids(struct wlk_manager *m, const char *name, size_t len,
+		      pid_t *pids, size_t max)
+{
+	struct wlk_snapshot *s = NULL;
+	size_t i, c = 0;
+
+	if (wlk_query(m, &s) != 0)
+		return SIZE_MAX;
+	for (i = 0; i < wlk_snapshot_pending_count(s); i++) {
+		const struct wlk_lock_info *li = wlk_snapshot_pending(s, i);
+
+		if (!li || !t_name_eq(li, name, len))
+			continue;
+		if (c < max)
+			pids[c] = li->pid;
+		c++;
+	}
+	wlk_snapshot_free(s);
+	return c;
+}
+
+static size_t t_count(struct wlk_manager *m, const char *name, size_t len,
+		      bool held, const char *client_id)
+{
+	struct wlk_snapshot *s = NULL;
+	size_t i, n, c = 0;
+
+	if (wlk_query(m, &s) != 0)
+		return SIZE_MAX;
+	n = held ? wlk_snapshot_held_count(s) : wlk_snapshot_pending_count(s);
+	for (i = 0; i < n; i++) {
+		const struct wlk_lock_info *li =
+			held ? wlk_snapshot_held(s, i) :
+			       wlk_snapshot_pending(s, i);
+
+		if (!li || !t_name_eq(li, name, len))
+			continue;
+		if (client_id && (!li->client_id ||
+				  strcmp(li->client_id, client_id) != 0))
+			continue;
+		c++;
+	}
+	wlk_snapshot_free(s);
+	return c;
+}
+
+size_t t_held_n(struct wlk_manager *m, const char *name, size_t len)
+{
+	return t_count(m, name, len, true, NULL);
+}
+
+size_t t_pending_n(struct wlk_manager *m, const char *name, size_t len)
+{
+	return t_count(m, name, len, false, NULL);
+}
+
+size_t t_held_by(struct wlk_manager *m, const char *name, size_t len,
+		 const char *client_id)
+{
+	return t_count(m, name, len, true, client_id);
+}
+
+void t_nap_ms(unsigned int ms)
+{
+	struct timespec ts = {
+		.tv_sec = ms / 1000,
+		.tv_nsec = (long)(ms % 1000) * 1000000L,
+	};
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+uint64_t t_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool t_wait_count(struct wlk_manager *m, const char *name, size_t len,
+			 size_t n, bool held)
+{
+	uint64_t end = t_now_ns() + (uint64_t)T_WAIT_MS * 1000000u;
+
+	for (;;) {
+		if (t_count(m, name, len, held, NULL) == n)
+			return true;
+		if (t_now_ns() > end)
+			return false;
+		t_nap_ms(1);
+	}
+}
+
+bool t_wait_pending(struct wlk_manager *m, const char *name, size_t len,
+		    size_t n)
+{
+	return t_wait_count(m, name, len, n, false);
+}
+
+bool t_wait_held(struct wlk_manager *m, const char *name, size_t len,
+		 size_t n)
+{
+	return t_wait_count(m, name, len, n, true);
+}
+
+void *t_shared_alloc(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	cr_assert_neq(p, MAP_FAILED, "mmap: %s", strerror(errno));
+	return p;
+}
+
+void t_shared_free(void *p, size_t size)
+{
+	munmap(p, size);
+}
+
+void t_pipe_open(struct t_pipe *p)
+{
+	int fds[2];
+
+	cr_assert_eq(pipe2(fds, O_CLOEXEC), 0, "pipe2: %s", strerror(errno));
+	p->rd = fds[0];
+	p->wr = fds[1];
+}
+
+void t_pipe_close(struct t_pipe *p)
+{
+	if (p->rd >= 0)
+		close(p->rd);
+	if (p->wr >= 0)
+		close(p->wr);
+	p->rd = -1;
+	p->wr = -1;
+}
+
+int t_put(int fd, const void *buf, size_t n)
+{
+	const char *b = buf;
+
+	while (n > 0) {
+		ssize_t w = write(fd, b, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int t_get(int fd, void *buf, size_t n, int ms)
+{
+	char *b = buf;
+	uint64_t end = t_now_ns() + (uint64_t)ms * 1000000u;
+
+	while (n > 0) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		uint64_t now = t_now_ns();
+		ssize_t r;
+		int pr;
+
+		if (now >= end)
+			return -1;
+		pr = poll(&pfd, 1, (int)((end - now) / 1000000u) + 1);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0)
+			return -1;
+		r = read(fd, b, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		b += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+int t_put_byte(int fd, char c)
+{
+	return t_put(fd, &c, 1);
+}
+
+int t_get_byte(int fd)
+{
+	unsigned char c;
+
+	if (t_get(fd, &c, 1, T_WAIT_MS) != 0)
+		return -1;
+	return c;
+}
+
+bool t_readable(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) > 0;
+}
+
+pid_t t_fork(int (*fn)(void *arg), void *arg)
+{
+	pid_t pid;
+	size_t i;
+
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0)
+		_exit(fn(arg) & 0xff);
+	for (i = 0; i < T_MAX_TRACKED; i++) {
+		if (t_children[i] == 0) {
+			t_children[i] = pid;
+			break;
+		}
+	}
+	return pid;
+}
+
+int t_wait(pid_t pid, int ms)
+{
+	uint64_t end = t_now_ns() + (uint64_t)ms * 1000000u;
+	int status = 0;
+	size_t i;
+	pid_t r;
+
+	for (;;) {
+		r = waitpid(pid, &status, WNOHANG);
+		if (r == pid || (r < 0 && errno != EINTR))
+			break;
+		if (t_now_ns() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			r = -1;
+			break;
+		}
+		t_nap_ms(1);
+	}
+	for (i = 0; i < T_MAX_TRACKED; i++)
+		if (t_children[i] == pid)
+			t_children[i] = 0;
+	if (r != pid)
+		return -1;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return -1;
+}
+
+struct t_holder_st {
+	struct wlk_manager *m;
+	char *name;
+	size_t len;
+	struct wlk_options opt;
+	int acq_rc;
+	int rel_rc;
+	bool got;
+	bool stolen;
+	uint64_t token;
+	struct t_pipe granted;
+	struct t_pipe go;
+	struct t_pipe done;
+	pthread_t th;
+};
+
+static void *t_holder_main(void *arg)
+{
+	struct t_holder_st *h = arg;
+	struct wlk_lock *lock = NULL;
+
+	h->acq_rc = wlk_acquire(h->m, h->name, h->len, &h->opt, &lock);
+	h->got = h->acq_rc == 0 && lock != NULL;
+	if (h->got)
+		h->token = wlk_lock_token(lock);
+	t_put_byte(h->granted.wr, 'g');
+	if (h->got) {
+		unsigned char c;
+
+		/* Hold until told to release (bounded). */
+		(void)t_get(h->go.rd, &c, 1, 3 * T_WAIT_MS);
+		h->stolen = wlk_lock_stolen(lock);
+		h->rel_rc = wlk_release(lock);
+	}
+	t_put_byte(h->done.wr, 'd');
+	return NULL;
+}
+
+static void t_holder_copy(struct t_holder *h)
+{
+	h->acq_rc = h->st->acq_rc;
+	h->got = h->st->got;
+	h->token = h->st->token;
+	h->stolen = h->st->stolen;
+	h->rel_rc = h->st->rel_rc;
+}
+
+void t_holder_start(struct t_holder *h, struct wlk_manager *m,
+		    const char *name, size_t len, const struct wlk_options *o)
+{
+	struct t_holder_st *st = calloc(1, sizeof(*st));
+	int rc;
+
+	cr_assert_not_null(st);
+	if (len == WLK_NUL_TERMINATED)
+		len = strlen(name);
+	st->name = malloc(len + 1);
+	cr_assert_not_null(st->name);
+	memcpy(st->name, name, len);
+	st->name[len] = '\0';
+	st->len = len;
+	st->m = m;
+	if (o)
+		st->opt = *o;
+	st->acq_rc = 1;
+	st->rel_rc = 1;
+	t_pipe_open(&st->granted);
+	t_pipe_open(&st->go);
+	t_pipe_open(&st->done);
+	memset(h, 0, sizeof(*h));
+	h->st = st;
+	t_holder_copy(h);
+	rc = pthread_create(&st->th, NULL, t_holder_main, st);
+	cr_assert_eq(rc, 0, "pthread_create: %s", strerror(rc));
+}
+
+int t_holder_wait_granted(struct t_holder *h)
+{
+	int rc = t_get_byte(h->st->granted.rd) == 'g' ? 0 : -1;
+
+	t_holder_copy(h);
+	return rc;
+}
+
+bool t_holder_granted_now(struct t_holder *h)
+{
+	return t_readable(h->st->granted.rd);
+}
+
+int t_holder_release(struct t_holder *h)
+{
+	int rc = -1;
+
+	if (t_put_byte(h->st->go.wr, 'r') == 0)
+		rc = t_get_byte(h->st->done.rd) == 'd' ? 0 : -1;
+	t_holder_copy(h);
+	return rc;
+}
+
+void t_holder_join(struct t_holder *h)
+{
+	struct t_holder_st *st = h->st;
+
+	if (!st)
+		return;
+	pthread_join(st->th, NULL);
+	t_holder_copy(h);
+	t_pipe_close(&st->granted);
+	t_pipe_close(&st->go);
+	t_pipe_close(&st->done);
+	free(st->name);
+	free(st);
+	h->st = NULL;
+}

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/* common.h - fixtures, query, pipe, thread and fork helpers for the tests. */
+#ifndef WLK_TESTS_COMMON_H
+#define WLK_TESTS_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <sys/types.h>
+
+#include <criterion/criterion.h>
+
+#include "weblocks.h"
+
+/* How long a helper waits for another thread or process before giving up. */
+#define T_WAIT_MS 5000
+
+/*
+ * The fixture. t_init() gives the test a unique origin in t_origin (so tests
+ * can run in parallel); t_fini() closes managers opened with t_open*() that
+ * are still open, kills and reaps children started with t_fork() that were
+ * not reaped, and removes the default bucket of t_origin and every bucket
+ * registered with t_track_bucket().
+ */
+extern char t_origin[];
+void t_init(void);
+void t_fini(void);
+
+/* The fixture, for Test(suite, name, T_FIX, .timeout = N). */
+#define T_FIX .init = t_init, .fini = t_fini
+
+/* Make another unique origin, tagged with @tag; it is removed in t_fini(). */
+void t_make_origin(char *buf, size_t size, const char *tag);
+/* Remove (origin, bucket, partition) in t_fini(); NULLs mean defaults. */
+void t_track_bucket(const char *origin, const char *bucket,
+		    const char *partition);
+
+/* Unlink @path in t_fini() (for segments a test damaged). */
+void t_track_file(const char *path);
+
+/*
+ * Open a manager of t_origin (or of @origin) with options @o; the test fails
+ * if that fails. The manager is closed in t_fini() unless t_close() or
+ * t_forget() was called on it first.
+ */
+struct wlk_manager *t_open(void);
+struct wlk_manager *t_open_opts(const struct wlk_manager_options *o);
+struct wlk_manager *t_open_at(const char *origin,
+			      const struct wlk_manager_options *o);
+void t_close(struct wlk_manager *m);
+/* Stop tracking @m (the test closes it with wlk_manager_close itself). */
+void t_forget(struct wlk_manager *m);
+
+/* Error code as text for messages: "0", "AbortError(-3002)", ... */
+const char *t_ename(int rc);
+
+#define T_ASSERT_RC(call, want)                                                \
+	do {                                                                   \
+		int t_rc_ = (call);                                            \
+		int t_want_ = (want);                                          \
+		cr_assert_eq(t_rc_, t_want_, "%s: got %s, want %s", #call,     \
+			     t_ename(t_rc_), t_ename(t_want_));                \
+	} while (0)
+
+/*
+ * Query helpers. A name of NULL counts every name. They return SIZE_MAX if
+ * wlk_query() fails, which no count assertion accepts.
+ */
+size_t t_held_n(struct wlk_manager *m, const char *name, size_t len);
+size_t t_pending_n(struct wlk_manager *m, const char *name, size_t len);
+/* Held entries on @name whose clientId is @client_id. */
+size_t t_held_by(struct wlk_manager *m, const char *name, size_t len,
+		 const char *client_id);
+/* Held entries on @name of the process @pid. */
+size_t t_held_by_pid(struct wlk_manager *m, const char *name, size_t len,
+		     pid_t pid);
+/* The pids of the pending entries on @name, in order; their count. */
+size_t t_pending_pids(struct wlk_manager *m, const char *name, size_t len,
+		      pid_t *pids, size_t max);
+/* Poll (bounded, T_WAIT_MS) until the count on @name is @n; true if so. */
+bool t_wait_pending(struct wlk_manager *m, const char *name, size_t len,
+		    size_t n);
+bool t_wait_held(struct wlk_manager *m, const char *name, size_t len,
+		 size_t n);
+/* Sleep @ms milliseconds; only to bound polling loops or let time pass. */
+void t_nap_ms(unsigned int ms);
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t t_now_ns(void);
+
+/* Zeroed memory shared with fork children (MAP_SHARED | MAP_ANONYMOUS). */
+void *t_shared_alloc(size_t size);
+void t_shared_free(void *p, size_t size);
+
+/* Pipes: one end writes a byte at a point, the other blocks reading it. */
+struct t_pipe {
+	int rd;
+	int wr;
+};
+void t_pipe_open(struct t_pipe *p);
+void t_pipe_close(struct t_pipe *p);
+/* Write all of @buf; 0 or -1. */
+int t_put(int fd, const void *buf, size_t n);
+/* Read exactly @n bytes within @ms milliseconds; 0, or -1 (EOF, timeout). */
+int t_get(int fd, void *buf, size_t n, int ms);
+int t_put_byte(int fd, char c);
+/* The next byte within T_WAIT_MS, or -1. */
+int t_get_byte(int fd);
+/* Whether @fd has data (or EOF) right now, without blocking. */
+bool t_readable(int fd);
+
+/*
+ * Fork a child that runs @fn(@arg) and _exit()s with its return value; it
+ * never returns into Criterion. t_wait() reaps it: the exit code, 128 +
+ * signal number if it was killed, or -1 if it did not end within @ms (it is
+ * then killed).
+ */
+pid_t t_fork(int (*fn)(void *arg), void *arg);
+int t_wait(pid_t pid, int ms);
+
+/* In a child: return @code from the child function unless @cond holds. */
+#define T_CHILD_CHECK(cond, code)                                              \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			return (code);                                         \
+	} while (0)
+
+/*
+ * A thread that holds a lock: it calls wlk_acquire(), reports, waits to be
+ * told to release (if it got a lock), records whether the lock was stolen,
+ * calls wlk_release() and reports again. The thread works on its own heap
+ * state, so a test that fails while it runs leaves it nothing dangling; the
+ * results below are copied out by t_holder_wait_granted() (acq_rc, got,
+ * token), t_holder_release() (stolen, rel_rc) and t_holder_join() (all).
+ */
+struct t_holder_st;
+struct t_holder {
+	int acq_rc;
+	int rel_rc;
+	bool got;
+	bool stolen;
+	uint64_t token;
+	struct t_holder_st *st;
+};
+void t_holder_start(struct t_holder *h, struct wlk_manager *m,
+		    const char *name, size_t len, const struct wlk_options *o);
+/* Wait until wlk_acquire() returned in the thread; 0, or -1 on timeout. */
+int t_holder_wait_granted(struct t_holder *h);
+/* Whether wlk_acquire() has returned already (does not block). */
+bool t_holder_granted_now(struct t_holder *h);
+/* Tell the thread to release, and wait until it did; 0 or -1. */
+int t_holder_release(struct t_holder *h);
+/* Join the thread and close its pipes. */
+void t_holder_join(struct t_holder *h);
+
+#endif /* WLK_TESTS_COMMON_H */
