@@ -564,6 +564,38 @@ wlk_snapshot_pending(const struct wlk_snapshot *s, size_t i);
 WLK_EXPORT void wlk_snapshot_free(struct wlk_snapshot *s);
 
 /**
+ * typedef wlk_violation_cb - receives one violated invariant.
+ * @what: a one-line description, valid during the call.
+ * @arg:  the argument given to wlk_manager_validate().
+ */
+typedef void (*wlk_violation_cb)(const char *what, void *arg);
+
+/**
+ * wlk_manager_validate() - Check every invariant of the bucket's segment.
+ * @m:   the manager.
+ * @cb:  called once per violation found (at most 64, then a summary
+ *       line), after the segment mutex is released; or NULL.
+ * @arg: passed to @cb.
+ *
+ * A debugging aid and the oracle of the crash tests: checks, under the
+ * segment mutex, the slot states, free lists, hash chains, queues (request
+ * order, nothing grantable left pending), held sets (never an exclusive
+ * holder beside another), counters and cross references. Dead processes
+ * that have not been reaped yet are not violations.
+ *
+ * Context: thread-safe; takes the segment mutex for a time linear in the
+ * segment's capacity; allocates.
+ *
+ * Return: 0 if every invariant holds, or
+ * * %WLK_ECORRUPT - at least one violation (reported through @cb).
+ * * %WLK_EINVAL - @m is NULL.
+ * * %WLK_ESTATE - @m is closed or was inherited through fork().
+ * * -ENOMEM - out of memory.
+ */
+WLK_EXPORT int wlk_manager_validate(struct wlk_manager *m, wlk_violation_cb cb,
+				    void *arg);
+
+/**
  * wlk_strerror() - Describe an error code.
  * @err: a WLK_E* code or a negated errno value.
  *

@@ -15,6 +15,7 @@
 
 #include "weblocks.h"
 #include "layout.h"
+#include "failpoint.h"
 
 #define WLK_INTERNAL __attribute__((__visibility__("hidden")))
 
@@ -24,6 +25,12 @@
 
 /* Grants whose waiters are woken one by one; more fall back to a sweep. */
 #define WLK_WAKE_BATCH 32
+/* Dead agents reaped per critical section; more wait for the next one. */
+#define WLK_REAP_BATCH 8
+/* Lifelines one waiter watches; with more blockers it also re-checks on a
+ * timer (WLK_RECHECK_NS). */
+#define WLK_WATCH_MAX 32
+#define WLK_RECHECK_NS (100 * 1000 * 1000ull)
 
 #define WLK_NSEC_PER_SEC 1000000000ull
 
@@ -103,6 +110,9 @@ struct wlk__wake {
 	uint32_t n;
 	bool sweep; /* more than WLK_WAKE_BATCH: wake every held request */
 	uint32_t idx[WLK_WAKE_BATCH];
+	/* Reaped agents whose lifelines this thread owns until the flush. */
+	uint32_t n_reaped;
+	uint32_t reaped[WLK_REAP_BATCH];
 };
 
 /* Typed access to the tables. Callers bound the index first. */
@@ -242,6 +252,26 @@ void wlk__drop_client(struct wlk__bucket *b, uint32_t c,
 		      struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__steal_apply(struct wlk__bucket *b, uint32_t r,
 		     struct wlk__wake *wake) WLK_INTERNAL;
+
+/* reap.c */
+uint32_t *wlk__lifeline_word(struct wlk__bucket *b, uint32_t ai) WLK_INTERNAL;
+bool wlk__agent_probe(struct wlk__bucket *b, uint32_t ai,
+		      struct wlk__wake *wake) WLK_INTERNAL;
+void wlk__reap_all(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
+bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
+		    struct wlk__waitv *v, unsigned int max,
+		    unsigned int *n) WLK_INTERNAL;
+
+/* anchor.c */
+int wlk__anchor_attach(struct wlk__bucket *b) WLK_INTERNAL;
+void wlk__anchor_detach(struct wlk__bucket *b) WLK_INTERNAL;
+void wlk__anchor_before_fork(void) WLK_INTERNAL;
+void wlk__anchor_after_fork_parent(void) WLK_INTERNAL;
+void wlk__anchor_after_fork_child(void) WLK_INTERNAL;
+
+/* validate.c */
+int wlk__validate(struct wlk__bucket *b, wlk_violation_cb cb,
+		  void *arg) WLK_INTERNAL;
 
 /* recover.c */
 int wlk__rebuild(struct wlk__bucket *b) WLK_INTERNAL;

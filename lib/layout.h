@@ -138,7 +138,8 @@ struct wlk_seg_header {
 	uint64_t recovery_epoch; /* [M] repairs so far */
 	uint64_t next_seq;       /* [M] request order; last one used */
 	uint64_t next_token;     /* [M] fencing tokens; last one used */
-	uint8_t state_pad[32];
+	uint64_t reaped_agents;  /* [A] dead agents reaped so far */
+	uint8_t state_pad[24];
 
 	/* The segment mutex: robust, process-shared, alone on its lines. */
 	union {
@@ -260,6 +261,13 @@ _Static_assert(sizeof(struct wlk_seg_name) == 64, "name entry header size");
 _Static_assert(sizeof(struct wlk_seg_request) == 64, "request slot size");
 _Static_assert(offsetof(struct wlk_seg_request, word) == 0,
 	       "futex word first, 4-byte aligned");
+/*
+ * Waiters sleep on a lifeline's lock word (reap.c). It is the first member
+ * of glibc's public struct __pthread_mutex_s; its layout is glibc ABI.
+ */
+_Static_assert(offsetof(pthread_mutex_t, __data.__lock) == 0 &&
+		       sizeof(((pthread_mutex_t *)0)->__data.__lock) == 4,
+	       "the robust mutex lock word is a 32-bit futex at offset 0");
 
 /*
  * ABI signature: what must agree between processes for the bytes to mean

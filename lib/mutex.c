@@ -74,7 +74,7 @@ int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake)
 		rc = repair(b, wake);
 		pthread_mutex_consistent(mu);
 		if (rc) {
-			pthread_mutex_unlock(mu);
+			wlk__unlock(b, wake);
 			return rc;
 		}
 	} else if (rc == ENOTRECOVERABLE) {
@@ -85,12 +85,9 @@ int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake)
 		return wlk__errno(rc);
 	}
 
-	if (uatomic_read(&b->hdr->seg_state) != WLK_SEG_READY) {
-		pthread_mutex_unlock(mu);
-		return WLK_ECORRUPT;
-	}
-	if (uatomic_read(&b->hdr->needs_repair) && repair(b, wake)) {
-		pthread_mutex_unlock(mu);
+	if (uatomic_read(&b->hdr->seg_state) != WLK_SEG_READY ||
+	    (uatomic_read(&b->hdr->needs_repair) && repair(b, wake))) {
+		wlk__unlock(b, wake);
 		return WLK_ECORRUPT;
 	}
 	return 0;
@@ -114,6 +111,14 @@ static void wake_sweep(struct wlk__bucket *b)
  */
 void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 {
+	/* Lifelines of reaped agents: let go, then wake all their watchers
+	 * (the kernel woke one; a trylock may have dropped FUTEX_WAITERS). */
+	for (uint32_t i = 0; i < wake->n_reaped; i++) {
+		pthread_mutex_unlock(&wlk__agent(b, wake->reaped[i])->u.lifeline);
+		wlk__futex_wake(wlk__lifeline_word(b, wake->reaped[i]),
+				INT32_MAX);
+	}
+	wake->n_reaped = 0;
 	if (wake->sweep) {
 		wake_sweep(b);
 	} else {

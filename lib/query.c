@@ -200,6 +200,8 @@ static int snapshot_copy(struct wlk__bucket *b, struct qbuf *q)
 		rc = wlk__lock(b, &wake);
 		if (rc)
 			return rc;
+		/* Dead processes hold nothing: reap before looking. */
+		wlk__reap_all(b, &wake);
 		rc = copy_state(b, q);
 		wlk__unlock(b, &wake);
 		if (rc != -ENOSPC)

@@ -129,6 +129,7 @@ static int grant(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 		n->n_excl++;
 	r->token = ++b->hdr->next_token;
 	r->grant_ns = wlk__now_ns();
+	WLK_FAILPOINT(grant_after_list);
 	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
 					   WLK_SLOT_HELD));
 	wlk__wake_add(wake, ri);
@@ -222,6 +223,7 @@ int wlk__steal_apply(struct wlk__bucket *b, uint32_t ri,
 					WLK_WORD(WLK_WORD_GEN(h->word),
 						 WLK_SLOT_STOLEN));
 			wlk__wake_add(wake, hi);
+			WLK_FAILPOINT(steal_mid);
 		}
 		hi = next;
 	}
@@ -233,6 +235,19 @@ int wlk__steal_apply(struct wlk__bucket *b, uint32_t ri,
 	if (!rc && n->n_pending)
 		n->n_pending--;
 	return rc;
+}
+
+/* Wake every pending request of a name, so its waiter looks again. */
+static void wake_queue(struct wlk__bucket *b, struct wlk_seg_name *n,
+		       struct wlk__wake *wake)
+{
+	uint32_t ri = n->q_head;
+
+	for (uint32_t steps = 0; ri < b->geo.max_requests &&
+				 steps < b->geo.max_requests; steps++) {
+		wlk__wake_add(wake, ri);
+		ri = wlk__req(b, ri)->next;
+	}
 }
 
 /* The steal branch of spec 4.1, bracketed by the redo intent. */
@@ -250,7 +265,10 @@ static int steal(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 	h->intent_args[0] = ri;
 	h->intent_args[1] = WLK_WORD_GEN(r->word);
 	wlk__word_store(&h->intent_op, WLK_INTENT_STEAL);
+	WLK_FAILPOINT(steal_after_intent);
 	rc = wlk__steal_apply(b, ri, wake);
+	/* The stealer is a new holder the waiters do not watch yet. */
+	wake_queue(b, n, wake);
 	wlk__word_store(&h->intent_op, WLK_INTENT_NONE);
 	return rc;
 }
@@ -300,6 +318,7 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		if (rc)
 			return rc;
 		n = wlk__name(b, ni);
+		WLK_FAILPOINT(request_after_name);
 	}
 	ri = wlk__req_alloc(b);
 	if (ri == WLK_NIL)
@@ -319,6 +338,7 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 					   WLK_SLOT_PENDING));
 	*slot = ri;
 	*gen = WLK_WORD_GEN(r->word);
+	WLK_FAILPOINT(request_after_commit);
 	if (e->steal)
 		return steal(b, n, ri, wake);
 	rc = list_append(b, queue_of(n), ri);
@@ -343,6 +363,7 @@ static int unqueue(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
 		return rc;
 	if (n->n_pending)
 		n->n_pending--;
+	WLK_FAILPOINT(unqueue_after_remove);
 	wlk__req_free(b, ri);
 	rc = wlk__process_queue(b, ni, wake);
 	wlk__name_put(b, ni);
@@ -362,6 +383,7 @@ static int unhold(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
 	rc = ungrant(b, n, ri);
 	if (rc)
 		return rc;
+	WLK_FAILPOINT(release_after_ungrant);
 	wlk__req_free(b, ri);
 	rc = wlk__process_queue(b, ni, wake);
 	wlk__name_put(b, ni);
@@ -432,6 +454,7 @@ void wlk__drop_client(struct wlk__bucket *b, uint32_t ci,
 		    r->client_gen != gen)
 			continue;
 		wlk__wake_add(wake, ri);
+		WLK_FAILPOINT(drop_client_mid);
 		if (state == WLK_SLOT_PENDING)
 			unqueue(b, ri, wake);
 		else if (state == WLK_SLOT_HELD)

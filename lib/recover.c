@@ -272,12 +272,13 @@ int wlk__recover(struct wlk__bucket *b, struct wlk__wake *wake)
 	rc = wlk__rebuild(b);
 	if (rc)
 		return rc;
+	WLK_FAILPOINT(recover_mid);
 	redo_intent(b, wake);
+	/* The dead thread's process is often dead as a whole. */
+	wlk__reap_all(b, wake);
 	for (uint32_t i = 0; i < b->geo.max_names; i++)
 		if (WLK_WORD_STATE(wlk__name(b, i)->word) == WLK_SLOT_USED)
 			wlk__process_queue(b, i, wake);
-	/* The grants above may have emptied nothing; a second pass of the
-	 * rebuild is not needed, since granting never frees a name. */
 	h->recovery_epoch++;
 	uatomic_set(&h->needs_repair, 0);
 	wake->sweep = true;

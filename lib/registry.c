@@ -32,12 +32,14 @@ static int init_error;
 static void before_fork(void)
 {
 	pthread_mutex_lock(&reg_mutex);
+	wlk__anchor_before_fork();
 	urcu_bp_before_fork();
 }
 
 static void after_fork_parent(void)
 {
 	urcu_bp_after_fork_parent();
+	wlk__anchor_after_fork_parent();
 	pthread_mutex_unlock(&reg_mutex);
 }
 
@@ -45,6 +47,7 @@ static void after_fork_child(void)
 {
 	urcu_bp_after_fork_child();
 	uatomic_inc(&fork_gen);
+	wlk__anchor_after_fork_child();
 	pthread_mutex_unlock(&reg_mutex);
 }
 
@@ -120,34 +123,6 @@ static struct wlk__bucket *lookup(const uint8_t key[WLK_KEY_BYTES])
 	return found;
 }
 
-/* Register this process as an agent of the freshly mapped bucket. */
-static int agent_register(struct wlk__bucket *b)
-{
-	struct wlk__wake wake = {0};
-	uint32_t pid = (uint32_t)getpid();
-	uint64_t now = wlk__realtime_ns();
-	int rc;
-
-	rc = wlk__lock(b, &wake);
-	if (rc)
-		return rc;
-	rc = wlk__agent_alloc(b, pid, now, &b->agent);
-	if (!rc)
-		b->agent_gen = WLK_WORD_GEN(wlk__agent(b, b->agent)->word);
-	wlk__unlock(b, &wake);
-	return rc;
-}
-
-static void agent_unregister(struct wlk__bucket *b)
-{
-	struct wlk__wake wake = {0};
-
-	if (wlk__lock(b, &wake))
-		return;
-	wlk__agent_free(b, b->agent, b->agent_gen);
-	wlk__unlock(b, &wake);
-}
-
 static int create(const char *origin, const struct wlk_manager_options *o,
 		  const uint8_t key[WLK_KEY_BYTES], const char *shm_name,
 		  struct wlk__bucket **out)
@@ -164,7 +139,7 @@ static int create(const char *origin, const struct wlk_manager_options *o,
 	memcpy(b->shm_name, shm_name, WLK_SHM_NAME_MAX);
 	rc = wlk__segment_attach(b, origin, o);
 	if (!rc) {
-		rc = agent_register(b);
+		rc = wlk__anchor_attach(b);
 		if (rc)
 			wlk__segment_detach(b);
 	}
@@ -233,8 +208,10 @@ void wlk__bucket_put(struct wlk__bucket *b)
 	urcu_bp_read_unlock();
 	pthread_mutex_unlock(&reg_mutex);
 	urcu_bp_synchronize_rcu();
+	/* Unlock the lifeline before unmapping: a robust mutex unmapped while
+	 * held is never recovered. In a fork child it is the parent's. */
 	if (b->fork_gen == wlk__fork_gen())
-		agent_unregister(b);
+		wlk__anchor_detach(b);
 	wlk__segment_detach(b);
 	free(b);
 }

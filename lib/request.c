@@ -37,21 +37,66 @@ static int validate(struct wlk_manager *m, const char *name, size_t *len,
 	return 0;
 }
 
+/* The lifelines a waiter sleeps on besides its request (reap.c). */
+struct watch {
+	struct wlk__waitv v[WLK_WATCH_MAX];
+	unsigned int n;
+	bool complete; /* every blocker is watched */
+	bool stale;    /* recompute before sleeping again */
+};
+
+/* Under the mutex: reap dead blockers of a pending request, arm the rest. */
+static void watch_arm(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		      struct wlk__wake *wake, struct watch *w)
+{
+	w->n = 0;
+	w->complete = true;
+	w->stale = false;
+	if (wlk__req(b, slot)->word == WLK_WORD(gen, WLK_SLOT_PENDING))
+		w->complete = wlk__watch_set(b, slot, wake, w->v,
+					     WLK_WATCH_MAX, &w->n);
+}
+
+static int watch_refresh(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+			 struct watch *w)
+{
+	struct wlk__wake wake = {0};
+	int rc = wlk__lock(b, &wake);
+
+	if (rc)
+		return rc;
+	watch_arm(b, slot, gen, &wake, w);
+	wlk__unlock(b, &wake);
+	return 0;
+}
+
 /*
  * Sleep until the request leaves PENDING. Return: 0 once it has (granted,
  * stolen or dropped: the caller reads the word), or the reason to give up:
- * the signal's reason, WLK_ETIMEDOUT or WLK_ESTATE (manager closed).
+ * the signal's reason, WLK_ETIMEDOUT or WLK_ESTATE (manager closed), or an
+ * error from the segment.
  */
-static int wait_grant(struct wlk_manager *m, uint32_t *word, uint32_t gen,
-		      struct wlk_signal *sig, uint64_t deadline)
+static int wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
+		      struct wlk_signal *sig, uint64_t deadline,
+		      struct watch *watch)
 {
+	uint32_t *word = &wlk__req(m->b, slot)->word;
+
 	for (;;) {
-		struct wlk__waitv v[3];
+		struct wlk__waitv v[3 + WLK_WATCH_MAX];
 		unsigned int n = 0;
+		uint64_t until = deadline;
 		uint32_t w = wlk__word_load(word);
+		int rc;
 
 		if (w != WLK_WORD(gen, WLK_SLOT_PENDING))
 			return 0;
+		if (watch->stale) {
+			rc = watch_refresh(m->b, slot, gen, watch);
+			if (rc)
+				return rc;
+			continue;
+		}
 		v[n++] = (struct wlk__waitv){word, w};
 		/* Read each word before its condition: a change between
 		 * the two makes the wait return at once. */
@@ -67,9 +112,23 @@ static int wait_grant(struct wlk_manager *m, uint32_t *word, uint32_t gen,
 		cmm_smp_mb();
 		if (uatomic_read(&m->closed))
 			return WLK_ESTATE;
+		for (unsigned int i = 0; i < watch->n; i++)
+			v[n++] = watch->v[i];
 		if (deadline && wlk__now_ns() >= deadline)
 			return WLK_ETIMEDOUT;
-		wlk__futex_wait(v, n, deadline);
+		if (!watch->complete) {
+			uint64_t recheck = wlk__now_ns() + WLK_RECHECK_NS;
+
+			if (!until || recheck < until)
+				until = recheck;
+		}
+		rc = wlk__futex_wait(v, n, until);
+		if (rc == -ETIMEDOUT && until != deadline)
+			watch->stale = true;
+		/* A blocker's lifeline changed: it died or let go. */
+		for (unsigned int i = 0; i < watch->n; i++)
+			if (uatomic_read(watch->v[i].word) != watch->v[i].val)
+				watch->stale = true;
 	}
 }
 
@@ -114,6 +173,7 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 		.steal = o->steal,
 	};
 	uint64_t deadline = o->timeout_ns ? wlk__now_ns() + o->timeout_ns : 0;
+	struct watch watch;
 	uint32_t *word;
 	int rc, why;
 
@@ -121,13 +181,15 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 	if (rc)
 		return rc;
 	rc = wlk__request_lock(b, &e, &wake, &l->slot, &l->gen);
+	if (rc == 0)
+		watch_arm(b, l->slot, l->gen, &wake, &watch);
 	wlk__unlock(b, &wake);
 	*got = rc == 0;
 	if (rc)
 		return rc == 1 ? 0 : rc;
 
 	word = &wlk__req(b, l->slot)->word;
-	why = wait_grant(m, word, l->gen, o->signal, deadline);
+	why = wait_grant(m, l->slot, l->gen, o->signal, deadline, &watch);
 	if (why) {
 		rc = give_up(b, l->slot, l->gen);
 		if (rc == 0 || rc < 0)

@@ -225,6 +225,7 @@ static int create(struct wlk__bucket *b, const char *origin,
 		  o && o->bucket ? o->bucket : DEFAULT_BUCKET);
 	set_ident(h->partition, &h->partition_len,
 		  o && o->partition ? o->partition : "");
+	WLK_FAILPOINT(segment_create_mid);
 	rc = wlk__mutex_init(&h->sync.mutex);
 	for (uint32_t i = 0; !rc && i < g->max_agents; i++)
 		rc = wlk__mutex_init(&wlk__agent(b, i)->u.lifeline);

@@ -116,6 +116,7 @@ void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
 		link = &wlk__name(b, *link)->chain;
 	}
 	*link = n->chain;
+	WLK_FAILPOINT(name_put_after_unlink);
 	wlk__word_store(&n->word, WLK_WORD(WLK_WORD_GEN(n->word) + 1,
 					   WLK_SLOT_FREE));
 	n->chain = h->free_names;
@@ -205,29 +206,46 @@ void wlk__client_free(struct wlk__bucket *b, uint32_t ci)
 	uatomic_dec(&h->n_clients);
 }
 
+/*
+ * wlk__agent_alloc() - take a free agent slot and lock its lifeline; called
+ * by the anchor thread, which then owns the lifeline. A free slot whose
+ * lifeline is still held (a reaper between its two steps) is passed over.
+ */
 int wlk__agent_alloc(struct wlk__bucket *b, uint32_t pid, uint64_t now,
 		     uint32_t *out)
 {
 	struct wlk_seg_header *h = b->hdr;
-	uint32_t i = h->free_agents;
-	struct wlk_seg_agent *a;
+	uint32_t *link = &h->free_agents;
 
-	if (i == WLK_NIL)
-		return WLK_EFULL;
-	if (i >= b->geo.max_agents)
-		return wlk__corrupt(b);
-	a = wlk__agent(b, i);
-	if (WLK_WORD_STATE(a->word) != WLK_SLOT_FREE)
-		return wlk__corrupt(b);
-	h->free_agents = a->next;
-	a->pid = pid;
-	a->start_ns = now;
-	a->next = WLK_NIL;
-	wlk__word_store(&a->word, WLK_WORD(WLK_WORD_GEN(a->word),
-					   WLK_SLOT_USED));
-	uatomic_inc(&h->n_agents);
-	*out = i;
-	return 0;
+	for (uint32_t steps = 0; *link != WLK_NIL; steps++) {
+		uint32_t i = *link;
+		struct wlk_seg_agent *a;
+		int rc;
+
+		if (i >= b->geo.max_agents || steps >= b->geo.max_agents)
+			return wlk__corrupt(b);
+		a = wlk__agent(b, i);
+		if (WLK_WORD_STATE(a->word) != WLK_SLOT_FREE)
+			return wlk__corrupt(b);
+		rc = pthread_mutex_trylock(&a->u.lifeline);
+		if (rc == EOWNERDEAD)
+			rc = pthread_mutex_consistent(&a->u.lifeline);
+		if (rc) {
+			link = &a->next;
+			continue;
+		}
+		*link = a->next;
+		a->pid = pid;
+		a->start_ns = now;
+		a->next = WLK_NIL;
+		wlk__word_store(&a->word, WLK_WORD(WLK_WORD_GEN(a->word),
+						   WLK_SLOT_USED));
+		uatomic_inc(&h->n_agents);
+		WLK_FAILPOINT(attach_after_alloc);
+		*out = i;
+		return 0;
+	}
+	return WLK_EFULL;
 }
 
 /* Free our agent slot if it is still ours (gen unchanged). */

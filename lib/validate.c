@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * validate.c - check every invariant of a segment, report each violation.
+ *
+ * Run under the segment mutex for a consistent view. It only reads, bounds
+ * every index and every walk, and never trusts a derived field it has not
+ * checked against the authoritative slot words. Tests run it after every
+ * multi-process test and after every fail point; it is the oracle of the
+ * crash-consistency work.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Violations kept for reporting; later ones are only counted. */
+#define REPORT_KEPT 64
+#define REPORT_LEN 160
+
+struct vctx {
+	struct wlk__bucket *b;
+	unsigned int count;
+	uint8_t *seen; /* per request slot: listed once */
+	char (*msgs)[REPORT_LEN];
+};
+
+__attribute__((format(printf, 2, 3)))
+static void bad(struct vctx *v, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (v->count < REPORT_KEPT) {
+		va_start(ap, fmt);
+		vsnprintf(v->msgs[v->count], REPORT_LEN, fmt, ap);
+		va_end(ap);
+	}
+	v->count++;
+}
+
+/* A free list: every member FREE, no cycle, and exactly @want long. */
+static void check_free_list(struct vctx *v, const char *what, uint32_t head,
+			    uint32_t max, uint32_t want,
+			    uint32_t (*word)(struct wlk__bucket *, uint32_t),
+			    uint32_t (*next)(struct wlk__bucket *, uint32_t))
+{
+	uint32_t n = 0, i = head;
+
+	for (; i != WLK_NIL; i = next(v->b, i)) {
+		if (i >= max || n >= max) {
+			bad(v, "%s free list: bad index or cycle at %u", what,
+			    i);
+			return;
+		}
+		if (WLK_WORD_STATE(word(v->b, i)) != WLK_SLOT_FREE)
+			bad(v, "%s %u on the free list is not free", what, i);
+		n++;
+	}
+	if (n != want)
+		bad(v, "%s free list has %u entries, %u slots are free", what,
+		    n, want);
+}
+
+static uint32_t agent_word(struct wlk__bucket *b, uint32_t i)
+{
+	return wlk__agent(b, i)->word;
+}
+
+static uint32_t agent_next(struct wlk__bucket *b, uint32_t i)
+{
+	return wlk__agent(b, i)->next;
+}
+
+static uint32_t client_word(struct wlk__bucket *b, uint32_t i)
+{
+	return wlk__client(b, i)->word;
+}
+
+static uint32_t client_next(struct wlk__bucket *b, uint32_t i)
+{
+	return wlk__client(b, i)->next;
+}
+
+static uint32_t name_word(struct wlk__bucket *b, uint32_t i)
+{
+	return wlk__name(b, i)->word;
+}
+
+static uint32_t name_next(struct wlk__bucket *b, uint32_t i)
+{
+	return wlk__name(b, i)->chain;
+}
+
+static uint32_t req_word(struct wlk__bucket *b, uint32_t i)
+{
+	return wlk__req(b, i)->word;
+}
+
+static uint32_t req_next(struct wlk__bucket *b, uint32_t i)
+{
+	return wlk__req(b, i)->next;
+}
+
+static void check_agents_clients(struct vctx *v)
+{
+	struct wlk__bucket *b = v->b;
+	uint32_t used = 0;
+
+	for (uint32_t i = 0; i < b->geo.max_agents; i++) {
+		uint32_t s = WLK_WORD_STATE(wlk__agent(b, i)->word);
+
+		if (s == WLK_SLOT_USED)
+			used++;
+		else if (s != WLK_SLOT_FREE)
+			bad(v, "agent %u: state %u", i, s);
+	}
+	if (used != b->hdr->n_agents)
+		bad(v, "n_agents %u, %u agents in use", b->hdr->n_agents, used);
+	check_free_list(v, "agent", b->hdr->free_agents, b->geo.max_agents,
+			b->geo.max_agents - used, agent_word, agent_next);
+	used = 0;
+	for (uint32_t i = 0; i < b->geo.max_clients; i++) {
+		struct wlk_seg_client *c = wlk__client(b, i);
+		uint32_t s = WLK_WORD_STATE(c->word);
+
+		if (s == WLK_SLOT_FREE)
+			continue;
+		used++;
+		if (s != WLK_SLOT_USED)
+			bad(v, "client %u: state %u", i, s);
+		else if (c->agent >= b->geo.max_agents ||
+			 wlk__agent(b, c->agent)->word !=
+				 WLK_WORD(c->agent_gen, WLK_SLOT_USED))
+			bad(v, "client %u: its agent %u is gone", i, c->agent);
+		if (c->id_len > WLK_CLIENT_ID_MAX)
+			bad(v, "client %u: id length %u", i, c->id_len);
+	}
+	if (used != b->hdr->n_clients)
+		bad(v, "n_clients %u, %u clients in use", b->hdr->n_clients,
+		    used);
+	check_free_list(v, "client", b->hdr->free_clients, b->geo.max_clients,
+			b->geo.max_clients - used, client_word, client_next);
+}
+
+/* One list of a name: links, membership, state; returns the length. */
+static uint32_t check_list(struct vctx *v, uint32_t ni, bool held,
+			   uint32_t *excl, uint32_t *shared)
+{
+	struct wlk__bucket *b = v->b;
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t i = held ? n->h_head : n->q_head, prev = WLK_NIL, len = 0;
+	uint32_t want = held ? WLK_SLOT_HELD : WLK_SLOT_PENDING;
+	uint64_t last_seq = 0;
+
+	for (; i != WLK_NIL; prev = i, i = wlk__req(b, i)->next) {
+		struct wlk_seg_request *r;
+
+		if (i >= b->geo.max_requests || len >= b->geo.max_requests) {
+			bad(v, "name %u: bad index or cycle at %u", ni, i);
+			return len;
+		}
+		r = wlk__req(b, i);
+		if (v->seen[i]++)
+			bad(v, "request %u is listed twice", i);
+		if (r->prev != prev)
+			bad(v, "request %u: prev %u, want %u", i, r->prev,
+			    prev);
+		if (r->word != WLK_WORD(WLK_WORD_GEN(r->word), want))
+			bad(v, "request %u: state %u in a %s list", i,
+			    WLK_WORD_STATE(r->word), held ? "held" : "queue");
+		if (r->name != ni || r->name_gen != WLK_WORD_GEN(n->word))
+			bad(v, "request %u: listed under name %u, refers to %u",
+			    i, ni, r->name);
+		if (!held && r->seq <= last_seq)
+			bad(v, "name %u: queue out of request order at %u", ni,
+			    i);
+		last_seq = r->seq;
+		if (r->mode == WLK_SHARED)
+			(*shared)++;
+		else
+			(*excl)++;
+		len++;
+	}
+	if ((held ? n->h_tail : n->q_tail) != prev)
+		bad(v, "name %u: %s tail %u, want %u", ni,
+		    held ? "held" : "queue", held ? n->h_tail : n->q_tail,
+		    prev);
+	return len;
+}
+
+static void check_name(struct vctx *v, uint32_t ni, uint64_t *bytes)
+{
+	struct wlk__bucket *b = v->b;
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t ex = 0, sh = 0, qex = 0, qsh = 0, q, i, steps = 0;
+	const struct wlk_seg_request *head;
+
+	if (n->len > b->geo.max_name_len) {
+		bad(v, "name %u: length %u", ni, n->len);
+		return;
+	}
+	*bytes += n->len;
+	if (n->hash != wlk__name_hash(b, wlk__name_bytes(n), n->len))
+		bad(v, "name %u: stale hash", ni);
+	for (i = wlk__hash_heads(b)[n->hash & (b->geo.hash_buckets - 1)];
+	     i != ni && i < b->geo.max_names && steps < b->geo.max_names;
+	     i = wlk__name(b, i)->chain, steps++)
+		;
+	if (i != ni)
+		bad(v, "name %u: not on its hash chain", ni);
+	check_list(v, ni, true, &ex, &sh);
+	q = check_list(v, ni, false, &qex, &qsh);
+	if (ex != n->n_excl || sh != n->n_shared || q != n->n_pending)
+		bad(v, "name %u: counts %u/%u/%u, lists %u/%u/%u", ni,
+		    n->n_excl, n->n_shared, n->n_pending, ex, sh, q);
+	if (ex > 1 || (ex && sh))
+		bad(v, "name %u: %u exclusive and %u shared holders", ni, ex,
+		    sh);
+	if (!ex && !sh && !q)
+		bad(v, "name %u: in use but nothing refers to it", ni);
+	/* Process the lock request queue must have run to completion. */
+	if (n->q_head < b->geo.max_requests) {
+		head = wlk__req(b, n->q_head);
+		if (!ex && (head->mode == WLK_SHARED || !sh))
+			bad(v, "name %u: grantable request %u left pending",
+			    ni, n->q_head);
+	}
+}
+
+static void check_names(struct vctx *v)
+{
+	struct wlk__bucket *b = v->b;
+	uint32_t used = 0, chained = 0;
+	uint64_t bytes = 0;
+
+	for (uint32_t i = 0; i < b->geo.max_names; i++) {
+		uint32_t s = WLK_WORD_STATE(wlk__name(b, i)->word);
+
+		if (s == WLK_SLOT_USED) {
+			used++;
+			check_name(v, i, &bytes);
+		} else if (s != WLK_SLOT_FREE) {
+			bad(v, "name %u: state %u", i, s);
+		}
+	}
+	for (uint32_t h = 0; h < b->geo.hash_buckets; h++) {
+		uint32_t i = wlk__hash_heads(b)[h];
+
+		for (; i != WLK_NIL; i = wlk__name(b, i)->chain) {
+			if (i >= b->geo.max_names || chained > used) {
+				bad(v, "hash chain %u: bad index or cycle", h);
+				break;
+			}
+			if (WLK_WORD_STATE(wlk__name(b, i)->word) !=
+			    WLK_SLOT_USED)
+				bad(v, "hash chain %u: free name %u", h, i);
+			chained++;
+		}
+	}
+	if (chained != used)
+		bad(v, "%u names on hash chains, %u in use", chained, used);
+	if (used != b->hdr->n_names || bytes != b->hdr->name_bytes)
+		bad(v, "n_names %u / name_bytes %llu, counted %u / %llu",
+		    b->hdr->n_names, (unsigned long long)b->hdr->name_bytes,
+		    used, (unsigned long long)bytes);
+	check_free_list(v, "name", b->hdr->free_names, b->geo.max_names,
+			b->geo.max_names - used, name_word, name_next);
+}
+
+static void check_requests(struct vctx *v)
+{
+	struct wlk__bucket *b = v->b;
+	uint32_t used = 0;
+
+	for (uint32_t i = 0; i < b->geo.max_requests; i++) {
+		struct wlk_seg_request *r = wlk__req(b, i);
+		uint32_t s = WLK_WORD_STATE(r->word);
+
+		if (s == WLK_SLOT_FREE)
+			continue;
+		used++;
+		if (s < WLK_SLOT_PENDING || s > WLK_SLOT_STOLEN) {
+			bad(v, "request %u: state %u", i, s);
+			continue;
+		}
+		if (r->mode > WLK_SHARED)
+			bad(v, "request %u: mode %u", i, r->mode);
+		if (!wlk__client_live(b, r->client, r->client_gen))
+			bad(v, "request %u: its client %u is gone", i,
+			    r->client);
+		if (s != WLK_SLOT_STOLEN && !v->seen[i])
+			bad(v, "request %u: in no list", i);
+		if (s == WLK_SLOT_STOLEN && v->seen[i])
+			bad(v, "stolen request %u is still listed", i);
+		if (s != WLK_SLOT_PENDING &&
+		    (!r->token || r->token > b->hdr->next_token))
+			bad(v, "request %u: token %llu", i,
+			    (unsigned long long)r->token);
+	}
+	if (used != b->hdr->n_requests)
+		bad(v, "n_requests %u, %u requests in use",
+		    b->hdr->n_requests, used);
+	check_free_list(v, "request", b->hdr->free_requests,
+			b->geo.max_requests, b->geo.max_requests - used,
+			req_word, req_next);
+}
+
+/* Every check, under the mutex: no allocation, no callback. */
+static void validate_locked(struct vctx *v)
+{
+	struct wlk_seg_header *h = v->b->hdr;
+
+	if (uatomic_read(&h->seg_state) != WLK_SEG_READY)
+		bad(v, "segment state %u", h->seg_state);
+	if (h->intent_op != WLK_INTENT_NONE)
+		bad(v, "unfinished intent %u", h->intent_op);
+	check_agents_clients(v);
+	check_names(v);
+	check_requests(v);
+}
+
+/*
+ * wlk__validate() - check every invariant of @b under its mutex, then
+ * report each violation to @cb (after unlocking).
+ * Return: 0, WLK_ECORRUPT if anything was violated, or another error.
+ */
+int wlk__validate(struct wlk__bucket *b, wlk_violation_cb cb, void *arg)
+{
+	struct vctx v = {.b = b};
+	struct wlk__wake wake = {0};
+	int rc;
+
+	v.seen = calloc(b->geo.max_requests, 1);
+	v.msgs = calloc(REPORT_KEPT, sizeof(*v.msgs));
+	rc = v.seen && v.msgs ? wlk__lock(b, &wake) : -ENOMEM;
+	if (!rc) {
+		validate_locked(&v);
+		wlk__unlock(b, &wake);
+		for (unsigned int i = 0; cb && i < v.count; i++) {
+			if (i == REPORT_KEPT) {
+				char more[REPORT_LEN];
+
+				snprintf(more, sizeof(more),
+					 "... and %u more", v.count - i);
+				cb(more, arg);
+				break;
+			}
+			cb(v.msgs[i], arg);
+		}
+		rc = v.count ? WLK_ECORRUPT : 0;
+	}
+	free(v.seen);
+	free(v.msgs);
+	return rc;
+}
+
+WLK_EXPORT int wlk_manager_validate(struct wlk_manager *m, wlk_violation_cb cb,
+				    void *arg)
+{
+	int rc;
+
+	if (!m)
+		return WLK_EINVAL;
+	if (!wlk__manager_enter(m))
+		return WLK_ESTATE;
+	rc = wlk__validate(m->b, cb, arg);
+	wlk__manager_leave(m);
+	return rc;
+}
