@@ -65,7 +65,8 @@ struct wlk__bucket {
 	unsigned long refs;        /* under the registry mutex */
 	unsigned long fork_gen;    /* process incarnation that mapped it */
 	uint8_t key[WLK_KEY_BYTES];
-	char shm_name[WLK_SHM_NAME_MAX];
+	char base_name[WLK_SHM_NAME_MAX]; /* generation 0 */
+	char shm_name[WLK_SHM_NAME_MAX];  /* the generation in use */
 	int fd;
 	unsigned int mode; /* permission bits of the segment file */
 	uint8_t *base;

@@ -136,7 +136,7 @@ static int create(const char *origin, const struct wlk_manager_options *o,
 	b->refs = 1;
 	b->fork_gen = wlk__fork_gen();
 	memcpy(b->key, key, WLK_KEY_BYTES);
-	memcpy(b->shm_name, shm_name, WLK_SHM_NAME_MAX);
+	memcpy(b->base_name, shm_name, WLK_SHM_NAME_MAX);
 	rc = wlk__segment_attach(b, origin, o);
 	if (!rc) {
 		rc = wlk__anchor_attach(b);

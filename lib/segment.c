@@ -23,6 +23,12 @@
 #define MAX_SEGMENT_SIZE (1ull << 30)
 /* Attach retries when the name is unlinked or replaced under us. */
 #define ATTACH_RETRIES 16
+/*
+ * A poisoned segment that processes are still attached to is replaced for
+ * new openers by the next generation, named "<name>~<g>". Openers try the
+ * generations in order and use the first one that is not poisoned.
+ */
+#define MAX_GENERATIONS 16
 
 /* Fixed keys that turn a bucket key into its segment name: a file format. */
 static const uint64_t name_key_hi[2] = {0x7765626c6f636b73ull,
@@ -387,6 +393,17 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 	return rc;
 }
 
+/* Base names are far shorter than WLK_SHM_NAME_MAX (wlk__bucket_key()). */
+static void generation_name(char *dst, const char *base, unsigned int gen)
+{
+	size_t len = strnlen(base, WLK_SHM_NAME_MAX - 8);
+
+	memcpy(dst, base, len);
+	dst[len] = '\0';
+	if (gen)
+		snprintf(dst + len, 8, "~%u", gen % MAX_GENERATIONS);
+}
+
 /*
  * wlk__segment_attach() - open or create the segment named b->shm_name and
  * map it; on success b->fd, b->base, b->hdr and b->geo are set, and the
@@ -410,14 +427,22 @@ int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
 					      : WLK_DEFAULT_MAX_NAME_LEN, &g);
 	if (rc)
 		return rc;
-	for (int i = 0; i < ATTACH_RETRIES; i++) {
-		rc = attach_once(b, origin, o, &g, perm);
+	for (unsigned int gen = 0; gen < MAX_GENERATIONS; gen++) {
+		generation_name(b->shm_name, b->base_name, gen);
+		for (int i = 0; i < ATTACH_RETRIES; i++) {
+			rc = attach_once(b, origin, o, &g, perm);
+			if (rc)
+				wlk__segment_detach(b);
+			if (rc != -EAGAIN)
+				break;
+		}
 		if (rc)
-			wlk__segment_detach(b);
-		if (rc != -EAGAIN)
 			return rc;
+		if (uatomic_read(&b->hdr->seg_state) != WLK_SEG_POISONED)
+			return 0;
+		wlk__segment_detach(b);
 	}
-	return -EAGAIN;
+	return WLK_ECORRUPT;
 }
 
 void wlk__segment_detach(struct wlk__bucket *b)
@@ -432,7 +457,7 @@ void wlk__segment_detach(struct wlk__bucket *b)
 }
 
 /* Unlink a segment nobody is attached to. */
-int wlk__segment_remove(const char *shm_name)
+static int remove_one(const char *shm_name)
 {
 	unsigned int mode;
 	int fd, rc;
@@ -450,5 +475,25 @@ int wlk__segment_remove(const char *shm_name)
 	if (!rc && shm_unlink(shm_name) < 0)
 		rc = wlk__errno(errno);
 	close(fd);
+	return rc;
+}
+
+/* Unlink every generation of a bucket's segment. */
+int wlk__segment_remove(const char *base_name)
+{
+	char name[WLK_SHM_NAME_MAX];
+	int rc = -ENOENT;
+
+	for (unsigned int gen = 0; gen < MAX_GENERATIONS; gen++) {
+		int r;
+
+		generation_name(name, base_name, gen);
+		r = remove_one(name);
+		if (r == -ENOENT)
+			continue;
+		if (r)
+			return r;
+		rc = 0;
+	}
 	return rc;
 }

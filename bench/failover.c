@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * failover.c - how long after a holder is SIGKILLed does a blocked waiter in
+ * another process get the lock? weblocks against flock(2), whose lock the
+ * kernel releases at exit, measured in the same run.
+ *
+ * usage: failover [-n RUNS] [-j FILE.json]
+ *
+ * One run: a holder process takes the lock and reports; a waiter process
+ * requests it and blocks; once the waiter is asleep (it shows as pending,
+ * then 2 ms more), the parent notes the time and SIGKILLs the holder; the
+ * waiter notes the time its acquire returned. Failover = the difference,
+ * both read from CLOCK_MONOTONIC. The runs of the two methods interleave.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <weblocks.h>
+
+#define DEFAULT_RUNS 200
+#define SETTLE_NS (2 * 1000 * 1000L) /* waiter asleep in the kernel */
+#define NSEC_PER_SEC 1000000000ull
+
+struct shared {
+	volatile uint64_t granted_ns; /* written by the waiter */
+	volatile int waiting;         /* flock waiter is about to block */
+};
+
+static char origin[64];
+static char lockfile[64];
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static void settle(void)
+{
+	struct timespec ts = {.tv_nsec = SETTLE_NS};
+
+	nanosleep(&ts, NULL);
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "failover: %s: %s\n", what, wlk_strerror(err));
+	exit(1);
+}
+
+/* Child: hold the lock, say so, wait to be killed. */
+static void hold_weblocks(int ready)
+{
+	struct wlk_manager *m;
+	struct wlk_lock *l;
+
+	if (wlk_manager_open(origin, NULL, &m) ||
+	    wlk_acquire(m, "x", 1, NULL, &l))
+		_exit(1);
+	if (write(ready, "h", 1) != 1)
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+static void wait_weblocks(struct shared *sh)
+{
+	struct wlk_manager *m;
+	struct wlk_lock *l;
+
+	if (wlk_manager_open(origin, NULL, &m) ||
+	    wlk_acquire(m, "x", 1, NULL, &l))
+		_exit(1);
+	sh->granted_ns = now_ns();
+	wlk_release(l);
+	wlk_manager_close(m);
+	_exit(0);
+}
+
+static void hold_flock(int ready)
+{
+	int fd = open(lockfile, O_RDWR | O_CREAT, 0600);
+
+	if (fd < 0 || flock(fd, LOCK_EX) < 0)
+		_exit(1);
+	if (write(ready, "h", 1) != 1)
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+static void wait_flock(struct shared *sh)
+{
+	int fd = open(lockfile, O_RDWR | O_CREAT, 0600);
+
+	if (fd < 0)
+		_exit(1);
+	sh->waiting = 1;
+	if (flock(fd, LOCK_EX) < 0)
+		_exit(1);
+	sh->granted_ns = now_ns();
+	_exit(0);
+}
+
+/* Until the waiter shows as pending in the bucket. */
+static void await_pending(struct wlk_manager *m)
+{
+	for (;;) {
+		struct wlk_snapshot *s;
+		size_t n;
+		int rc = wlk_query(m, &s);
+
+		if (rc)
+			die("query", rc);
+		n = wlk_snapshot_pending_count(s);
+		wlk_snapshot_free(s);
+		if (n)
+			return;
+		sched_yield();
+	}
+}
+
+static double one_run(bool weblocks, struct shared *sh, struct wlk_manager *m)
+{
+	int p[2];
+	pid_t holder, waiter;
+	uint64_t killed;
+	char c;
+
+	if (pipe(p) < 0)
+		exit(1);
+	sh->granted_ns = 0;
+	sh->waiting = 0;
+	holder = fork();
+	if (holder == 0)
+		weblocks ? hold_weblocks(p[1]) : hold_flock(p[1]);
+	if (read(p[0], &c, 1) != 1)
+		exit(1);
+	waiter = fork();
+	if (waiter == 0)
+		weblocks ? wait_weblocks(sh) : wait_flock(sh);
+	if (weblocks)
+		await_pending(m);
+	else
+		while (!sh->waiting)
+			sched_yield();
+	settle();
+	killed = now_ns();
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+	waitpid(waiter, NULL, 0);
+	close(p[0]);
+	close(p[1]);
+	if (!sh->granted_ns)
+		return -1;
+	return (double)(sh->granted_ns - killed) / 1000.0;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+struct stats {
+	double median, p90, p99, max;
+	int failed;
+};
+
+static struct stats summarize(double *v, int n)
+{
+	struct stats s = {0};
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		if (v[i] >= 0)
+			v[k++] = v[i];
+	s.failed = n - k;
+	if (!k)
+		return s;
+	qsort(v, (size_t)k, sizeof(*v), cmp);
+	s.median = v[k / 2];
+	s.p90 = v[k * 90 / 100];
+	s.p99 = v[k * 99 / 100 < k ? k * 99 / 100 : k - 1];
+	s.max = v[k - 1];
+	return s;
+}
+
+int main(int argc, char **argv)
+{
+	int runs = DEFAULT_RUNS, opt;
+	const char *json = NULL;
+	struct shared *sh;
+	struct wlk_manager *m;
+	struct stats w, f;
+	struct utsname u;
+	double *tw, *tf;
+	int rc;
+
+	while ((opt = getopt(argc, argv, "n:j:")) != -1) {
+		if (opt == 'n')
+			runs = atoi(optarg);
+		else if (opt == 'j')
+			json = optarg;
+		else {
+			fprintf(stderr, "usage: failover [-n RUNS] [-j FILE]\n");
+			return 2;
+		}
+	}
+	if (runs < 1)
+		runs = 1;
+	snprintf(origin, sizeof(origin), "https://failover-%d.bench",
+		 (int)getpid());
+	snprintf(lockfile, sizeof(lockfile), "/dev/shm/failover-%d.lock",
+		 (int)getpid());
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	tw = calloc((size_t)runs, sizeof(*tw));
+	tf = calloc((size_t)runs, sizeof(*tf));
+	if (sh == MAP_FAILED || !tw || !tf)
+		return 1;
+	rc = wlk_manager_open(origin, NULL, &m);
+	if (rc)
+		die("open", rc);
+	for (int i = 0; i < runs; i++) {
+		tw[i] = one_run(true, sh, m);
+		tf[i] = one_run(false, sh, m);
+	}
+	wlk_manager_close(m);
+	wlk_bucket_remove(origin, NULL);
+	unlink(lockfile);
+	w = summarize(tw, runs);
+	f = summarize(tf, runs);
+	uname(&u);
+	printf("failover: holder SIGKILLed -> blocked waiter granted, %d runs "
+	       "each, kernel %s, %ld CPUs, unpinned\n",
+	       runs, u.release, sysconf(_SC_NPROCESSORS_ONLN));
+	printf("%-10s %10s %10s %10s %10s %7s\n", "method", "median_us",
+	       "p90_us", "p99_us", "max_us", "failed");
+	printf("%-10s %10.1f %10.1f %10.1f %10.1f %7d\n", "weblocks",
+	       w.median, w.p90, w.p99, w.max, w.failed);
+	printf("%-10s %10.1f %10.1f %10.1f %10.1f %7d\n", "flock", f.median,
+	       f.p90, f.p99, f.max, f.failed);
+	printf("ratio weblocks/flock (median): %.2f\n",
+	       f.median > 0 ? w.median / f.median : 0.0);
+	if (json) {
+		FILE *out = fopen(json, "w");
+
+		if (!out)
+			return 1;
+		fprintf(out,
+			"{\"runs\": %d, \"kernel\": \"%s\", "
+			"\"weblocks\": {\"median_us\": %.1f, \"p90_us\": %.1f,"
+			" \"p99_us\": %.1f, \"max_us\": %.1f, \"failed\": %d},"
+			" \"flock\": {\"median_us\": %.1f, \"p90_us\": %.1f,"
+			" \"p99_us\": %.1f, \"max_us\": %.1f, \"failed\": %d}}\n",
+			runs, u.release, w.median, w.p90, w.p99, w.max,
+			w.failed, f.median, f.p90, f.p99, f.max, f.failed);
+		fclose(out);
+	}
+	return w.failed || f.failed ? 1 : 0;
+}

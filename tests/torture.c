@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * torture.c - processes take random locks while a killer SIGKILLs them.
+ *
+ * usage: torture [-p PROCS] [-n NAMES] [-k KILLS] [-t SECONDS] [-s SEED]
+ *
+ * PROCS workers loop: pick a name and a mode, request it (sometimes with a
+ * timeout or if_available), and inside the critical section record in a
+ * shared arena that they hold it, then check that no other live worker
+ * holds that name exclusively, or at all when they hold it exclusively.
+ * The parent SIGKILLs a random worker every 0-2 ms and starts a new one,
+ * until KILLS kills or SECONDS seconds. Then the workers are stopped and
+ * must all finish (a worker still blocked is a stuck waiter), and the
+ * segment must pass wlk_manager_validate() with nothing held or pending.
+ *
+ * Exit status 0 only with zero violations, zero stuck waiters, a valid
+ * segment, and the kill target reached. The last line is the report.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <weblocks.h>
+
+#define MAX_PROCS 64
+#define MAX_NAMES 16
+#define NSEC_PER_SEC 1000000000ull
+#define KILL_GAP_NS (2 * 1000 * 1000ull) /* kills come 0..2 ms apart */
+#define STOP_GRACE_S 20   /* workers must all finish within this */
+#define STALL_S 10        /* no grant at all for this long: stuck */
+#define TIMEOUT_NS (3 * 1000 * 1000ull)
+
+enum { FREE = 0, EXCL = 1, SHARED = 2 };
+
+struct slot {
+	atomic_int name;  /* name held + 1, or 0 */
+	atomic_int mode;  /* EXCL or SHARED */
+	atomic_int dying; /* about to be killed: others ignore this slot */
+};
+
+struct arena {
+	struct slot slot[MAX_PROCS];
+	atomic_long grants;
+	atomic_long violations;
+	atomic_long timeouts;
+	atomic_long misses;
+	atomic_int stop;
+	char last_violation[160];
+};
+
+static struct arena *ar;
+static int procs = 6, names = 3;
+static char origin[64];
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static void violation(int me, int name, const char *what)
+{
+	atomic_fetch_add(&ar->violations, 1);
+	snprintf(ar->last_violation, sizeof(ar->last_violation),
+		 "worker %d, name %d: %s", me, name, what);
+}
+
+/* Inside the critical section: does anyone else conflict? */
+static void check(int me, int name, int mode)
+{
+	for (int i = 0; i < procs; i++) {
+		int other_mode;
+
+		if (i == me || atomic_load(&ar->slot[i].dying) ||
+		    atomic_load(&ar->slot[i].name) != name + 1)
+			continue;
+		other_mode = atomic_load(&ar->slot[i].mode);
+		if (mode == EXCL)
+			violation(me, name, "another holder beside exclusive");
+		else if (other_mode == EXCL)
+			violation(me, name, "shared beside an exclusive holder");
+	}
+}
+
+static int critical(struct wlk_lock *lock, void *arg)
+{
+	int me = (int)(intptr_t)arg, name, mode;
+
+	if (!lock) { /* if_available found it taken */
+		atomic_fetch_add(&ar->misses, 1);
+		return 0;
+	}
+	name = wlk_lock_name(lock, NULL)[0] - 'a';
+	mode = wlk_lock_mode(lock) == WLK_SHARED ? SHARED : EXCL;
+
+	atomic_store(&ar->slot[me].mode, mode);
+	atomic_store(&ar->slot[me].name, name + 1);
+	check(me, name, mode);
+	for (volatile int spin = 0; spin < 2000; spin++)
+		;
+	check(me, name, mode);
+	atomic_store(&ar->slot[me].name, 0);
+	atomic_fetch_add(&ar->grants, 1);
+	return 0;
+}
+
+static void worker(int me, unsigned int seed)
+{
+	struct wlk_manager *m;
+	int rc = wlk_manager_open(origin, NULL, &m);
+
+	if (rc)
+		_exit(10);
+	while (!atomic_load(&ar->stop)) {
+		char name[2] = {(char)('a' + rand_r(&seed) % names), 0};
+		struct wlk_options o = {0};
+		int dice = (int)(rand_r(&seed) % 16);
+
+		o.mode = dice < 5 ? WLK_SHARED : WLK_EXCLUSIVE;
+		if (dice == 14)
+			o.if_available = true;
+		if (dice == 15)
+			o.timeout_ns = TIMEOUT_NS;
+		rc = wlk_request(m, name, 1, &o, critical,
+				 (void *)(intptr_t)me);
+		if (rc == WLK_ETIMEDOUT)
+			atomic_fetch_add(&ar->timeouts, 1);
+		else if (rc)
+			_exit(20);
+	}
+	wlk_manager_close(m);
+	_exit(0);
+}
+
+static pid_t spawn(int i, unsigned int seed)
+{
+	pid_t pid;
+
+	atomic_store(&ar->slot[i].name, 0);
+	atomic_store(&ar->slot[i].dying, 0);
+	pid = fork();
+	if (pid == 0)
+		worker(i, seed);
+	return pid;
+}
+
+static void nap(uint64_t ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ns / NSEC_PER_SEC),
+			      .tv_nsec = (long)(ns % NSEC_PER_SEC)};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Stop the workers; the ones that do not finish in time are stuck. */
+static int stop_all(pid_t *pid)
+{
+	uint64_t deadline = now_ns() + STOP_GRACE_S * NSEC_PER_SEC;
+	int stuck = 0, left = procs;
+
+	atomic_store(&ar->stop, 1);
+	while (left && now_ns() < deadline) {
+		for (int i = 0; i < procs; i++) {
+			int st;
+
+			if (pid[i] > 0 && waitpid(pid[i], &st, WNOHANG) > 0) {
+				if (!WIFEXITED(st) || WEXITSTATUS(st))
+					fprintf(stderr, "worker %d: status %d\n",
+						i, st);
+				pid[i] = 0;
+				left--;
+			}
+		}
+		nap(NSEC_PER_SEC / 100);
+	}
+	for (int i = 0; i < procs; i++) {
+		if (pid[i] > 0) {
+			stuck++;
+			kill(pid[i], SIGKILL);
+			waitpid(pid[i], NULL, 0);
+		}
+	}
+	return stuck;
+}
+
+static void print_violation(const char *what, void *arg)
+{
+	(void)arg;
+	fprintf(stderr, "torture: invalid segment: %s\n", what);
+}
+
+/* After the run: a valid segment, nothing held or pending. */
+static int final_check(void)
+{
+	struct wlk_manager *m;
+	struct wlk_snapshot *s;
+	int bad = 0, rc = wlk_manager_open(origin, NULL, &m);
+
+	if (rc)
+		return 1;
+	if (wlk_manager_validate(m, print_violation, NULL))
+		bad = 1;
+	if (wlk_query(m, &s) == 0) {
+		if (wlk_snapshot_held_count(s) || wlk_snapshot_pending_count(s))
+			bad = 1;
+		wlk_snapshot_free(s);
+	}
+	wlk_manager_close(m);
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	long kills_target = 1000, kills = 0, last_grants = -1;
+	unsigned int seed = (unsigned int)time(NULL);
+	double seconds = 60;
+	pid_t pid[MAX_PROCS];
+	uint64_t start, end, last_progress;
+	int opt, stuck, invalid;
+
+	while ((opt = getopt(argc, argv, "p:n:k:t:s:")) != -1) {
+		switch (opt) {
+		case 'p': procs = atoi(optarg); break;
+		case 'n': names = atoi(optarg); break;
+		case 'k': kills_target = atol(optarg); break;
+		case 't': seconds = atof(optarg); break;
+		case 's': seed = (unsigned int)strtoul(optarg, NULL, 0); break;
+		default:
+			fprintf(stderr, "usage: torture [-p PROCS] [-n NAMES] "
+					"[-k KILLS] [-t SECONDS] [-s SEED]\n");
+			return 2;
+		}
+	}
+	if (procs < 2 || procs > MAX_PROCS || names < 1 || names > MAX_NAMES)
+		return 2;
+	ar = mmap(NULL, sizeof(*ar), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (ar == MAP_FAILED)
+		return 1;
+	snprintf(origin, sizeof(origin), "https://torture-%d.test",
+		 (int)getpid());
+	printf("torture: procs=%d names=%d seed=%u kills>=%ld within %.0fs\n",
+	       procs, names, seed, kills_target, seconds);
+	for (int i = 0; i < procs; i++)
+		pid[i] = spawn(i, seed + (unsigned int)i);
+	start = last_progress = now_ns();
+	end = start + (uint64_t)(seconds * NSEC_PER_SEC);
+	while (kills < kills_target && now_ns() < end) {
+		int i = (int)(rand_r(&seed) % (unsigned int)procs);
+		long g = atomic_load(&ar->grants);
+
+		nap(rand_r(&seed) % KILL_GAP_NS);
+		atomic_store(&ar->slot[i].dying, 1);
+		kill(pid[i], SIGKILL);
+		waitpid(pid[i], NULL, 0);
+		kills++;
+		pid[i] = spawn(i, seed + (unsigned int)kills * 7919u);
+		if (g != last_grants) {
+			last_grants = g;
+			last_progress = now_ns();
+		} else if (now_ns() - last_progress > STALL_S * NSEC_PER_SEC) {
+			fprintf(stderr, "torture: no grant for %ds\n", STALL_S);
+			break;
+		}
+	}
+	stuck = stop_all(pid);
+	invalid = final_check();
+	wlk_bucket_remove(origin, NULL);
+	if (atomic_load(&ar->violations))
+		fprintf(stderr, "torture: last violation: %s\n",
+			ar->last_violation);
+	printf("torture: %.1fs kills=%ld grants=%ld timeouts=%ld misses=%ld "
+	       "violations=%ld stuck=%d segment=%s\n",
+	       (double)(now_ns() - start) / NSEC_PER_SEC, kills,
+	       atomic_load(&ar->grants), atomic_load(&ar->timeouts),
+	       atomic_load(&ar->misses),
+	       atomic_load(&ar->violations), stuck,
+	       invalid ? "INVALID" : "valid");
+	return atomic_load(&ar->violations) || stuck || invalid ||
+	       kills < kills_target;
+}
