@@ -142,9 +142,15 @@ static void t_unlink_mapped_segments(void)
 	fclose(f);
 }
 
+static void t_violation(const char *what, void *arg)
+{
+	(void)arg;
+	fprintf(stderr, "%s: invalid segment: %s\n", t_origin, what);
+}
+
 void t_fini(void)
 {
-	bool busy = false;
+	bool busy = false, invalid = false;
 	size_t i;
 
 	for (i = 0; i < T_MAX_TRACKED; i++) {
@@ -152,6 +158,16 @@ void t_fini(void)
 			kill(t_children[i], SIGKILL);
 			waitpid(t_children[i], NULL, 0);
 			t_children[i] = 0;
+		}
+	}
+	/* Every test ends with the segment passing the validator, checked
+	 * through a manager that still keeps the segment attached. */
+	for (i = 0; i < T_MAX_TRACKED; i++) {
+		if (t_managers[i]) {
+			if (wlk_manager_validate(t_managers[i], t_violation,
+						 NULL) == WLK_ECORRUPT)
+				invalid = true;
+			break;
 		}
 	}
 	for (i = 0; i < T_MAX_TRACKED; i++) {
@@ -182,6 +198,8 @@ void t_fini(void)
 		free(t_files[i]);
 	}
 	t_nfiles = 0;
+	if (invalid)
+		abort(); /* an assert in .fini would not fail the test */
 	if (__lsan_do_recoverable_leak_check &&
 	    __lsan_do_recoverable_leak_check() != 0) {
 		fprintf(stderr, "%s: memory leaked\n", t_origin);

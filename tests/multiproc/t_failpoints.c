@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: MIT */
+/* t_failpoints.c - placeholder, being written. */
+#include "../common.h"
