@@ -18,10 +18,15 @@ static const char *const names[WLK_FP_COUNT] = {
 	WLK_FAILPOINT_LIST(WLK__FP_NAME)
 };
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+/*
+ * The environment is read once per process incarnation: a fork child
+ * (which typically sets WLK_FAILPOINT after forking) reads it afresh.
+ */
+static pthread_mutex_t arm_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long armed_gen = (unsigned long)-1;
 static int armed = -1;       /* the armed point, or -1 */
 static unsigned long target; /* kill on this hit */
-static unsigned long hits;   /* [A] */
+static unsigned long hits;
 
 static void arm(void)
 {
@@ -29,6 +34,8 @@ static void arm(void)
 	const char *colon;
 	size_t len;
 
+	armed = -1;
+	hits = 0;
 	if (!env || !*env)
 		return;
 	colon = strchr(env, ':');
@@ -48,8 +55,16 @@ static void arm(void)
 
 void wlk__failpoint(enum wlk__failpoint_id id)
 {
-	pthread_once(&once, arm);
-	if ((int)id == armed && uatomic_add_return(&hits, 1) == target)
+	bool die;
+
+	pthread_mutex_lock(&arm_mu);
+	if (armed_gen != wlk__fork_gen()) {
+		arm();
+		armed_gen = wlk__fork_gen();
+	}
+	die = (int)id == armed && ++hits == target;
+	pthread_mutex_unlock(&arm_mu);
+	if (die)
 		raise(SIGKILL);
 }
 
