@@ -108,6 +108,7 @@ struct wlk_signal {
 
 /* Waiters to wake once the segment mutex is released. */
 struct wlk__wake {
+	uint32_t self1; /* 1 + the caller's own request: never woken; 0: none */
 	uint32_t n;
 	bool sweep; /* more than WLK_WAKE_BATCH: wake every held request */
 	uint32_t idx[WLK_WAKE_BATCH];

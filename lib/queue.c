@@ -16,6 +16,10 @@
 
 void wlk__wake_add(struct wlk__wake *wake, uint32_t r)
 {
+	/* A request granted while its own thread holds the mutex: that
+	 * thread reads the word itself. No system call on this path. */
+	if (r + 1 == wake->self1)
+		return;
 	if (wake->n < WLK_WAKE_BATCH)
 		wake->idx[wake->n++] = r;
 	else
@@ -339,13 +343,18 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	*slot = ri;
 	*gen = WLK_WORD_GEN(r->word);
 	WLK_FAILPOINT(request_after_commit);
-	if (e->steal)
-		return steal(b, n, ri, wake);
-	rc = list_append(b, queue_of(n), ri);
-	if (rc)
-		return rc;
-	n->n_pending++;
-	return wlk__process_queue(b, ni, wake);
+	wake->self1 = ri + 1;
+	if (e->steal) {
+		rc = steal(b, n, ri, wake);
+	} else {
+		rc = list_append(b, queue_of(n), ri);
+		if (!rc) {
+			n->n_pending++;
+			rc = wlk__process_queue(b, ni, wake);
+		}
+	}
+	wake->self1 = 0;
+	return rc;
 }
 
 /* Take a pending request out of its queue and free it (spec 4.3). */
