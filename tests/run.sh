@@ -67,7 +67,7 @@ synth_re='Passing: *([0-9]+) *\| *Failing: *([0-9]+)'
 
 # Add up the results of one build's make check from the test logs.
 collect() {	# LABEL DIR
-	local label=$1 dir=$2 trs log name result synth y z reports
+	local label=$1 dir=$2 trs log name result synth y z reports line
 	local found=0
 
 	while IFS= read -r -d '' trs; do
@@ -106,6 +106,10 @@ collect() {	# LABEL DIR
 			# A script test, or a Criterion program that died
 			# before its summary: count the program as one test.
 			summary+=("$label: $name: $result")
+			# The torture test's report line says what it did.
+			line=$(grep -a -h '^torture: .*kills=' "$log" \
+				2>/dev/null | tail -n 1 || true)
+			[[ -n $line ]] && summary+=("$label: $line")
 			case $result in
 			PASS | XFAIL)
 				passed=$((passed + 1))
@@ -185,13 +189,14 @@ else
 	fi
 fi
 
-# 2. The same suite under ASan and UBSan. These only affect sanitized
+# 2. The same suite under ASan and UBSan, with the fail points compiled in
+# so that the crash-consistency sweep runs. The sanitizers only affect sanitized
 # programs. Criterion runs each test in a worker process; leaks that a worker
 # reports as it exits do not fail the test, so collect() counts them.
 export ASAN_OPTIONS=detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 san=-fsanitize=address,undefined
-build_and_check asan+ubsan "$srcdir/build-asan" \
+build_and_check asan+ubsan "$srcdir/build-asan" --enable-failpoints \
 	CFLAGS="-O1 -g $san -fno-omit-frame-pointer" LDFLAGS="$san" || true
 
 for log in "${bad_logs[@]}"; do
