@@ -43,18 +43,48 @@
  * WLK_E* codes below, or a negated errno value. Out-parameters are written
  * only on success. A call that fails leaves nothing queued or held.
  *
+ * TERMINATION MODEL (the spec's "terminate remaining locks and requests")
+ *
+ *  - A context ends with wlk_manager_close(): its locks are released, its
+ *    requests dropped, and the requests behind them granted.
+ *  - A process ends by dying: any signal (SIGKILL included), a crash,
+ *    exit() or _exit() without closing, or exec(). Its locks are released
+ *    and its queued requests dropped without anyone calling anything. A
+ *    process attached to a bucket is an agent with a lifeline, a robust
+ *    mutex in the segment that a library-owned thread (the anchor: one per
+ *    process, all signals blocked, started at the first open) keeps locked.
+ *    Requests blocked behind a process sleep on its lifeline too, so the
+ *    kernel wakes them when it dies; they take over its slot, release its
+ *    locks and grant the queue. Measured failover (holder SIGKILLed ->
+ *    blocked waiter in another process granted): see README and
+ *    bench/failover. A request waiting behind more than 32 other processes
+ *    also re-checks every 100 ms. Locks of a dead process that nobody waits
+ *    for are released by the next request that would wait for them, by
+ *    wlk_query(), or by the next process opening the bucket.
+ *  - Alive: a process stopped (SIGSTOP) or slow keeps its locks; the spec's
+ *    remedy is steal. A thread that exits is not a process that died.
+ *  - fork(): the child inherits no locks and no managers; inherited handles
+ *    return WLK_ESTATE and never block. The parent's death is detected even
+ *    while its children live. A manager opened in the child works.
+ *  - A process killed inside the segment's critical section leaves the
+ *    robust mutex owner-dead: the next locker rebuilds every derived
+ *    structure from the per-slot state words, redoes an interrupted steal,
+ *    reaps dead agents and wakes every waiter. A segment that cannot be
+ *    repaired is marked poisoned (its users get WLK_ECORRUPT) and new
+ *    openers get a fresh generation of it.
+ *  - Not supported: processes in another PID namespace (refused at open
+ *    with WLK_ESECURITY: robust mutex owners are namespace-local thread
+ *    ids), other users (WLK_ESECURITY), checkpoint/restore (CRIU), and more
+ *    than 1024 buckets open at once in one process (WLK_EFULL; the kernel
+ *    recovers at most 2048 robust mutexes of a dying thread). The library
+ *    is never unloaded (it is linked -z nodelete: the anchor runs its code).
+ *
  * CAVEATS
  *
  *  - Only processes of the same effective user share a bucket; the segment is
  *    created mode 0600 and a segment owned by another user, or with looser
  *    permissions than asked, is refused (WLK_ESECURITY). Anyone who can
  *    write the segment can disturb the lock state of every process using it.
- *  - fork(): the child inherits no locks and no managers. Handles inherited
- *    from the parent return WLK_ESTATE in the child; the child may open new
- *    managers.
- *  - Process death (crash, SIGKILL, exit or exec without closing) is the
- *    subject of the termination model; see README.
- *  - Checkpoint/restore (CRIU) of a process using weblocks is not supported.
  *  - The API is thread-safe but not async-signal-safe, except
  *    wlk_signal_abort() and wlk_signal_aborted().
  */
@@ -207,7 +237,8 @@ struct wlk_manager_options {
  * * %WLK_ESECURITY - @origin is "null", or the segment is owned by another
  *   user or has looser permissions than asked for.
  * * %WLK_ENAMETOOLONG - @origin, bucket, partition or client_id too long.
- * * %WLK_EFULL - the segment's client table is full.
+ * * %WLK_EFULL - the segment's client or agent table is full, or this
+ *   process has 1024 buckets open.
  * * %WLK_EFORMAT - the segment was made by an incompatible build (pointer
  *   size, mutex layout) of the library.
  * * %WLK_ECORRUPT - the segment failed validation.

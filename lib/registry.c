@@ -22,11 +22,19 @@
 #include "internal.h"
 
 #define REGISTRY_INIT_BUCKETS 16
+/*
+ * The anchor thread holds one lifeline (a robust mutex) per mapped bucket;
+ * the kernel releases at most 2048 robust mutexes of a dying thread, so a
+ * process maps at most this many buckets at once.
+ */
+#define MAX_BUCKETS 1024
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t reg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct cds_lfht *registry;
 static unsigned long fork_gen; /* [A] */
+static unsigned int n_mapped;  /* buckets mapped by this incarnation; under
+				  reg_mutex */
 static int init_error;
 
 static void before_fork(void)
@@ -47,6 +55,7 @@ static void after_fork_child(void)
 {
 	urcu_bp_after_fork_child();
 	uatomic_inc(&fork_gen);
+	n_mapped = 0;
 	wlk__anchor_after_fork_child();
 	pthread_mutex_unlock(&reg_mutex);
 }
@@ -127,9 +136,12 @@ static int create(const char *origin, const struct wlk_manager_options *o,
 		  const uint8_t key[WLK_KEY_BYTES], const char *shm_name,
 		  struct wlk__bucket **out)
 {
-	struct wlk__bucket *b = calloc(1, sizeof(*b));
+	struct wlk__bucket *b;
 	int rc;
 
+	if (n_mapped >= MAX_BUCKETS)
+		return WLK_EFULL;
+	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->fd = -1;
@@ -151,6 +163,7 @@ static int create(const char *origin, const struct wlk_manager_options *o,
 	urcu_bp_read_lock();
 	cds_lfht_add(registry, key_hash(key), &b->node);
 	urcu_bp_read_unlock();
+	n_mapped++;
 	*out = b;
 	return 0;
 }
@@ -206,6 +219,8 @@ void wlk__bucket_put(struct wlk__bucket *b)
 	urcu_bp_read_lock();
 	cds_lfht_del(registry, &b->node);
 	urcu_bp_read_unlock();
+	if (b->fork_gen == wlk__fork_gen())
+		n_mapped--;
 	pthread_mutex_unlock(&reg_mutex);
 	urcu_bp_synchronize_rcu();
 	/* Unlock the lifeline before unmapping: a robust mutex unmapped while
