@@ -47,11 +47,15 @@ static int do_attach(struct wlk__bucket *b)
 	uint64_t now = wlk__realtime_ns();
 	int rc;
 
-	rc = wlk__lock(b, &wake);
+	/* A crashed run may have left dead agents: reap them first. */
+	for (;;) {
+		rc = wlk__lock(b, &wake);
+		if (rc || !wlk__reap_all(b, &wake))
+			break;
+		wlk__unlock(b, &wake);
+	}
 	if (rc)
 		return rc;
-	/* A crashed run may have left dead agents: reap them first. */
-	wlk__reap_all(b, &wake);
 	rc = wlk__agent_alloc(b, pid, now, &b->agent);
 	if (!rc)
 		b->agent_gen = WLK_WORD_GEN(wlk__agent(b, b->agent)->word);

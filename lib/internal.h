@@ -25,12 +25,19 @@
 
 /* Grants whose waiters are woken one by one; more fall back to a sweep. */
 #define WLK_WAKE_BATCH 32
-/* Dead agents reaped per critical section; more wait for the next one. */
-#define WLK_REAP_BATCH 8
+/* Dead agents reaped per critical section (their lifelines are unlocked
+ * after it); wlk__reap_all() says when more are left for another pass. */
+#define WLK_REAP_BATCH 32
 /* Lifelines one waiter watches; with more blockers it also re-checks on a
  * timer (WLK_RECHECK_NS). */
 #define WLK_WATCH_MAX 32
 #define WLK_RECHECK_NS (100 * 1000 * 1000ull)
+/*
+ * The kernel wakes one watcher of a dead lifeline. If that watcher dies too
+ * before passing the news on, the others would sleep on: so a blocked
+ * request also looks again after this long. Only waiters pay for it.
+ */
+#define WLK_SAFETY_RECHECK_NS (1000 * 1000 * 1000ull)
 
 #define WLK_NSEC_PER_SEC 1000000000ull
 
@@ -259,7 +266,9 @@ int wlk__steal_apply(struct wlk__bucket *b, uint32_t r,
 uint32_t *wlk__lifeline_word(struct wlk__bucket *b, uint32_t ai) WLK_INTERNAL;
 bool wlk__agent_probe(struct wlk__bucket *b, uint32_t ai,
 		      struct wlk__wake *wake) WLK_INTERNAL;
-void wlk__reap_all(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
+bool wlk__reap_all(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
+bool wlk__reap_name(struct wlk__bucket *b, uint32_t ni,
+		    struct wlk__wake *wake) WLK_INTERNAL;
 bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
 		    struct wlk__waitv *v, unsigned int max,
 		    unsigned int *n) WLK_INTERNAL;

@@ -201,7 +201,10 @@ static int snapshot_copy(struct wlk__bucket *b, struct qbuf *q)
 		if (rc)
 			return rc;
 		/* Dead processes hold nothing: reap before looking. */
-		wlk__reap_all(b, &wake);
+		if (wlk__reap_all(b, &wake)) {
+			wlk__unlock(b, &wake);
+			continue;
+		}
 		rc = copy_state(b, q);
 		wlk__unlock(b, &wake);
 		if (rc != -ENOSPC)

@@ -312,6 +312,14 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		return rc;
 	if (!rc)
 		n = wlk__name(b, ni);
+	/* Refuse only for live holders: a dead one is reaped first. */
+	if (e->if_available && n && !available(n, e->mode) &&
+	    wlk__reap_name(b, ni, wake)) {
+		rc = wlk__name_find(b, e->name, e->name_len, hash, &ni);
+		if (rc && rc != -ENOENT)
+			return rc;
+		n = rc ? NULL : wlk__name(b, ni);
+	}
 	if (e->if_available && n && !available(n, e->mode))
 		return 1;
 	/* Check every table before changing anything. */

@@ -85,11 +85,16 @@ bool wlk__agent_probe(struct wlk__bucket *b, uint32_t ai,
 	return true;
 }
 
-/* Probe every attached agent (at attach, in query(), in recovery). */
-void wlk__reap_all(struct wlk__bucket *b, struct wlk__wake *wake)
+/*
+ * wlk__reap_all() - probe every attached agent (at attach, in query(), in
+ * recovery). Return: true if the wake list filled up and dead agents may be
+ * left for another pass (after wlk__unlock()).
+ */
+bool wlk__reap_all(struct wlk__bucket *b, struct wlk__wake *wake)
 {
 	for (uint32_t ai = 0; ai < b->geo.max_agents; ai++)
 		wlk__agent_probe(b, ai, wake);
+	return wake->n_reaped == WLK_REAP_BATCH;
 }
 
 /* Add the agent of request @ri to @set unless present; false if full. */
@@ -114,16 +119,15 @@ static bool set_add(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
 }
 
 /*
- * The agents that can keep request @ri waiting: holders of its name and
- * requests ahead of it in the queue. Later arrivals cannot, except a
- * stealer, and a steal wakes every waiter of the name to look again.
- * Return: false if there were more than @max.
+ * The agents that can keep request @ri of name @ni waiting: holders of the
+ * name and requests ahead of @ri in the queue (all of them for WLK_NIL).
+ * Later arrivals cannot, except a stealer, and a steal wakes every waiter
+ * of the name to look again. Return: false if there were more than @max.
  */
-static bool blockers(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
-		     unsigned int *n, unsigned int max)
+static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
+		     uint32_t *set, unsigned int *n, unsigned int max)
 {
-	struct wlk_seg_request *r = wlk__req(b, ri);
-	uint32_t ni = r->name, lists[2], i;
+	uint32_t lists[2], i;
 	bool fits = true;
 
 	*n = 0;
@@ -162,7 +166,7 @@ bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
 
 	if (max > WLK_WATCH_MAX)
 		max = WLK_WATCH_MAX;
-	all = blockers(b, ri, set, &k, max);
+	all = blockers(b, wlk__req(b, ri)->name, ri, set, &k, max);
 	*n = 0;
 	for (unsigned int i = 0; i < k; i++) {
 		uint32_t *w = wlk__lifeline_word(b, set[i]);
@@ -189,4 +193,20 @@ bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
 			all = false; /* the caller re-checks on a timer */
 	}
 	return all;
+}
+
+/*
+ * wlk__reap_name() - probe the agents holding or queueing on name @ni (an
+ * if_available request about to be refused). Return: true if any was dead;
+ * the name entry may then be gone.
+ */
+bool wlk__reap_name(struct wlk__bucket *b, uint32_t ni, struct wlk__wake *wake)
+{
+	uint32_t set[WLK_WATCH_MAX], before = wake->n_reaped;
+	unsigned int k = 0;
+
+	blockers(b, ni, WLK_NIL, set, &k, WLK_WATCH_MAX);
+	for (unsigned int i = 0; i < k; i++)
+		wlk__agent_probe(b, set[i], wake);
+	return wake->n_reaped != before;
 }

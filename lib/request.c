@@ -85,7 +85,7 @@ static int wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
 	for (;;) {
 		struct wlk__waitv v[3 + WLK_WATCH_MAX];
 		unsigned int n = 0;
-		uint64_t until = deadline;
+		uint64_t until = deadline, now, recheck;
 		uint32_t w = wlk__word_load(word);
 		int rc;
 
@@ -114,21 +114,24 @@ static int wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
 			return WLK_ESTATE;
 		for (unsigned int i = 0; i < watch->n; i++)
 			v[n++] = watch->v[i];
-		if (deadline && wlk__now_ns() >= deadline)
+		now = wlk__now_ns();
+		if (deadline && now >= deadline)
 			return WLK_ETIMEDOUT;
-		if (!watch->complete) {
-			uint64_t recheck = wlk__now_ns() + WLK_RECHECK_NS;
-
-			if (!until || recheck < until)
-				until = recheck;
-		}
+		recheck = now + (watch->complete ? WLK_SAFETY_RECHECK_NS
+						 : WLK_RECHECK_NS);
+		if (!until || recheck < until)
+			until = recheck;
 		rc = wlk__futex_wait(v, n, until);
 		if (rc == -ETIMEDOUT && until != deadline)
 			watch->stale = true;
-		/* A blocker's lifeline changed: it died or let go. */
-		for (unsigned int i = 0; i < watch->n; i++)
-			if (uatomic_read(watch->v[i].word) != watch->v[i].val)
+		/* A blocker's lifeline changed: it died or let go. The kernel
+		 * woke one watcher; pass it on at once, then look. */
+		for (unsigned int i = 0; i < watch->n; i++) {
+			if (uatomic_read(watch->v[i].word) != watch->v[i].val) {
+				wlk__futex_wake(watch->v[i].word, INT32_MAX);
 				watch->stale = true;
+			}
+		}
 	}
 }
 
