@@ -201,9 +201,20 @@ void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 void wlk__wake_add(struct wlk__wake *wake, uint32_t r) WLK_INTERNAL;
 int wlk__mutex_init(pthread_mutex_t *mu) WLK_INTERNAL;
 
-/* segment.c */
+/*
+ * A poisoned segment that processes are still attached to is replaced for
+ * new openers by the next generation, named "<name>~<g>". Openers try the
+ * generations in order and use the first one that is not poisoned.
+ */
+#define WLK_MAX_GENERATIONS 16
+
+/* naming.c */
 int wlk__bucket_key(const char *origin, const struct wlk_manager_options *o,
 		    uint8_t key[WLK_KEY_BYTES], char *shm_name) WLK_INTERNAL;
+void wlk__generation_name(char *dst, const char *base, unsigned int gen)
+	WLK_INTERNAL;
+
+/* segment.c */
 int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
 			const struct wlk_manager_options *o) WLK_INTERNAL;
 void wlk__segment_detach(struct wlk__bucket *b) WLK_INTERNAL;
@@ -239,7 +250,7 @@ int wlk__corrupt(struct wlk__bucket *b) WLK_INTERNAL;
 uint64_t wlk__name_hash(struct wlk__bucket *b, const void *name,
 			size_t len) WLK_INTERNAL;
 
-/* queue.c: the spec's algorithms; all under the segment mutex. */
+/* queue.c and ops.c: the spec's algorithms; all under the segment mutex. */
 struct wlk__enqueue {
 	uint32_t client, client_gen;
 	const void *name;
@@ -257,6 +268,19 @@ int wlk__abort_request(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 		       struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__process_queue(struct wlk__bucket *b, uint32_t n,
 		       struct wlk__wake *wake) WLK_INTERNAL;
+bool wlk__head_grantable(const struct wlk_seg_name *n, uint8_t mode)
+	WLK_INTERNAL;
+struct wlk_seg_name *wlk__name_of(struct wlk__bucket *b,
+				  struct wlk_seg_request *r,
+				  uint32_t *ni) WLK_INTERNAL;
+int wlk__enqueue(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
+		 struct wlk__wake *wake) WLK_INTERNAL;
+int wlk__dequeue(struct wlk__bucket *b, struct wlk_seg_name *n,
+		 uint32_t ri) WLK_INTERNAL;
+int wlk__ungrant(struct wlk__bucket *b, struct wlk_seg_name *n,
+		 uint32_t ri) WLK_INTERNAL;
+int wlk__steal(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
+	       struct wlk__wake *wake) WLK_INTERNAL;
 void wlk__drop_client(struct wlk__bucket *b, uint32_t c,
 		      struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__steal_apply(struct wlk__bucket *b, uint32_t r,

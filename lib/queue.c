@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * queue.c - the spec's algorithms (section 4) over the segment's tables:
- * request a lock, release the lock, abort the request, process the lock
- * request queue, and terminate a client's locks and requests.
+ * queue.c - the queues and held sets of names, and the spec's "process the
+ * lock request queue" (4.4) and the steal branch of "request a lock" (4.1)
+ * over them.
  *
  * All of it runs under the segment mutex, as the spec's steps run on the
  * lock task queue. Each name entry has two derived lists threaded through
@@ -104,7 +104,7 @@ static int list_remove(struct wlk__bucket *b, struct list l, uint32_t ri)
 }
 
 /* The name entry a live request refers to, or NULL if that is corrupt. */
-static struct wlk_seg_name *name_of(struct wlk__bucket *b,
+struct wlk_seg_name *wlk__name_of(struct wlk__bucket *b,
 				    struct wlk_seg_request *r, uint32_t *ni)
 {
 	uint32_t i = r->name;
@@ -141,7 +141,7 @@ static int grant(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 }
 
 /* Remove a held request from the held set (it stays allocated). */
-static int ungrant(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
+int wlk__ungrant(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
 {
 	int rc = list_remove(b, held_of(n), ri);
 
@@ -157,7 +157,7 @@ static int ungrant(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
 }
 
 /* Spec 2.5 "grantable", for the request at the head of the queue. */
-static bool head_grantable(const struct wlk_seg_name *n, uint8_t mode)
+bool wlk__head_grantable(const struct wlk_seg_name *n, uint8_t mode)
 {
 	if (mode == WLK_SHARED)
 		return n->n_excl == 0;
@@ -181,7 +181,7 @@ int wlk__process_queue(struct wlk__bucket *b, uint32_t ni,
 			return 0;
 		if (ri >= b->geo.max_requests || steps >= b->geo.max_requests)
 			return wlk__corrupt(b);
-		if (!head_grantable(n, wlk__req(b, ri)->mode))
+		if (!wlk__head_grantable(n, wlk__req(b, ri)->mode))
 			return 0;
 		rc = list_remove(b, queue_of(n), ri);
 		if (!rc)
@@ -207,7 +207,7 @@ int wlk__steal_apply(struct wlk__bucket *b, uint32_t ri,
 	uint32_t ni, hi;
 	int rc;
 
-	n = name_of(b, r, &ni);
+	n = wlk__name_of(b, r, &ni);
 	if (!n)
 		return WLK_ECORRUPT;
 	hi = n->h_head;
@@ -220,7 +220,7 @@ int wlk__steal_apply(struct wlk__bucket *b, uint32_t ri,
 		h = wlk__req(b, hi);
 		next = h->next;
 		if (hi != ri) {
-			rc = ungrant(b, n, hi);
+			rc = wlk__ungrant(b, n, hi);
 			if (rc)
 				return rc;
 			wlk__word_store(&h->word,
@@ -255,7 +255,7 @@ static void wake_queue(struct wlk__bucket *b, struct wlk_seg_name *n,
 }
 
 /* The steal branch of spec 4.1, bracketed by the redo intent. */
-static int steal(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
+int wlk__steal(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 		 struct wlk__wake *wake)
 {
 	struct wlk_seg_header *h = b->hdr;
@@ -277,207 +277,26 @@ static int steal(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 	return rc;
 }
 
-/* If-available test: grantable without waiting (spec 2.5 with an empty
- * queue requirement, since the request is not in the queue yet). */
-static bool available(const struct wlk_seg_name *n, enum wlk_mode mode)
+/* Append a new request to its name's queue and run the queue (spec 4.1
+ * steps 5.2 and 6). */
+int wlk__enqueue(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
+		 struct wlk__wake *wake)
 {
-	return n->q_head == WLK_NIL && head_grantable(n, (uint8_t)mode);
-}
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	int rc = list_append(b, queue_of(n), ri);
 
-/*
- * wlk__request_lock() - spec 4.1 "request a lock", steps 3.1-3.6.
- * @b:    the bucket, locked.
- * @e:    what is requested, validated by the caller.
- * @wake: collects wake-ups.
- * @slot: receives the request slot; @gen its generation.
- *
- * Return: 0 (the request is held or pending: read its word), 1 for an
- * if_available miss (nothing allocated), WLK_ESTATE if the client is gone,
- * WLK_EFULL with nothing changed, or WLK_ECORRUPT.
- */
-int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
-		      struct wlk__wake *wake, uint32_t *slot, uint32_t *gen)
-{
-	struct wlk_seg_header *h = b->hdr;
-	uint64_t hash = wlk__name_hash(b, e->name, e->name_len);
-	struct wlk_seg_request *r;
-	struct wlk_seg_name *n = NULL;
-	uint32_t ni, ri;
-	int rc;
-
-	if (!wlk__client_live(b, e->client, e->client_gen))
-		return WLK_ESTATE;
-	rc = wlk__name_find(b, e->name, e->name_len, hash, &ni);
-	if (rc && rc != -ENOENT)
-		return rc;
-	if (!rc)
-		n = wlk__name(b, ni);
-	/* Refuse only for live holders: a dead one is reaped first. */
-	if (e->if_available && n && !available(n, e->mode) &&
-	    wlk__reap_name(b, ni, wake)) {
-		rc = wlk__name_find(b, e->name, e->name_len, hash, &ni);
-		if (rc && rc != -ENOENT)
-			return rc;
-		n = rc ? NULL : wlk__name(b, ni);
-	}
-	if (e->if_available && n && !available(n, e->mode))
-		return 1;
-	/* Check every table before changing anything. */
-	if (h->free_requests == WLK_NIL || (!n && h->free_names == WLK_NIL))
-		return WLK_EFULL;
-	if (!n) {
-		rc = wlk__name_new(b, e->name, e->name_len, hash, &ni);
-		if (rc)
-			return rc;
-		n = wlk__name(b, ni);
-		WLK_FAILPOINT(request_after_name);
-	}
-	ri = wlk__req_alloc(b);
-	if (ri == WLK_NIL)
-		return WLK_ECORRUPT; /* checked above: the list is bad */
-	r = wlk__req(b, ri);
-	r->mode = (uint8_t)e->mode;
-	r->client = e->client;
-	r->client_gen = e->client_gen;
-	r->name = ni;
-	r->name_gen = WLK_WORD_GEN(n->word);
-	r->seq = ++h->next_seq;
-	r->token = 0;
-	r->enq_ns = wlk__now_ns();
-	r->grant_ns = 0;
-	r->prev = r->next = WLK_NIL;
-	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
-					   WLK_SLOT_PENDING));
-	*slot = ri;
-	*gen = WLK_WORD_GEN(r->word);
-	WLK_FAILPOINT(request_after_commit);
-	wake->self1 = ri + 1;
-	if (e->steal) {
-		rc = steal(b, n, ri, wake);
-	} else {
-		rc = list_append(b, queue_of(n), ri);
-		if (!rc) {
-			n->n_pending++;
-			rc = wlk__process_queue(b, ni, wake);
-		}
-	}
-	wake->self1 = 0;
-	return rc;
-}
-
-/* Take a pending request out of its queue and free it (spec 4.3). */
-static int unqueue(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
-{
-	struct wlk_seg_name *n;
-	uint32_t ni;
-	int rc;
-
-	n = name_of(b, wlk__req(b, ri), &ni);
-	if (!n)
-		return WLK_ECORRUPT;
-	rc = list_remove(b, queue_of(n), ri);
 	if (rc)
 		return rc;
-	if (n->n_pending)
+	n->n_pending++;
+	return wlk__process_queue(b, ni, wake);
+}
+
+/* Take a pending request out of its name's queue. */
+int wlk__dequeue(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
+{
+	int rc = list_remove(b, queue_of(n), ri);
+
+	if (!rc && n->n_pending)
 		n->n_pending--;
-	WLK_FAILPOINT(unqueue_after_remove);
-	wlk__req_free(b, ri);
-	rc = wlk__process_queue(b, ni, wake);
-	wlk__name_put(b, ni);
 	return rc;
-}
-
-/* Take a held request out of the held set and free it (spec 4.2). */
-static int unhold(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
-{
-	struct wlk_seg_name *n;
-	uint32_t ni;
-	int rc;
-
-	n = name_of(b, wlk__req(b, ri), &ni);
-	if (!n)
-		return WLK_ECORRUPT;
-	rc = ungrant(b, n, ri);
-	if (rc)
-		return rc;
-	WLK_FAILPOINT(release_after_ungrant);
-	wlk__req_free(b, ri);
-	rc = wlk__process_queue(b, ni, wake);
-	wlk__name_put(b, ni);
-	return rc;
-}
-
-/*
- * wlk__release_lock() - spec 4.2 "release the lock".
- * Return: 0; WLK_ESTOLEN if it had been stolen (the slot is freed and
- * nothing else changes); WLK_ESTATE if it is no longer ours; WLK_ECORRUPT.
- */
-int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
-		      struct wlk__wake *wake)
-{
-	uint32_t w;
-
-	if (ri >= b->geo.max_requests)
-		return WLK_ESTATE;
-	w = wlk__req(b, ri)->word;
-	if (w == WLK_WORD(gen, WLK_SLOT_STOLEN)) {
-		wlk__req_free(b, ri);
-		return WLK_ESTOLEN;
-	}
-	if (w != WLK_WORD(gen, WLK_SLOT_HELD))
-		return WLK_ESTATE;
-	return unhold(b, ri, wake);
-}
-
-/*
- * wlk__abort_request() - spec 4.3 "abort the request", if it is still
- * pending. Return: 0 if it was pending and is gone; 1 if it was granted
- * meanwhile (held or stolen; the caller owns it); WLK_ESTATE if the slot is
- * no longer ours; WLK_ECORRUPT.
- */
-int wlk__abort_request(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
-		       struct wlk__wake *wake)
-{
-	uint32_t w;
-
-	if (ri >= b->geo.max_requests)
-		return WLK_ESTATE;
-	w = wlk__req(b, ri)->word;
-	if (w == WLK_WORD(gen, WLK_SLOT_PENDING))
-		return unqueue(b, ri, wake);
-	if (w == WLK_WORD(gen, WLK_SLOT_HELD) ||
-	    w == WLK_WORD(gen, WLK_SLOT_STOLEN))
-		return 1;
-	return WLK_ESTATE;
-}
-
-/*
- * wlk__drop_client() - spec 2.6 "terminate remaining locks and requests"
- * for one client: abort its requests, release its locks, then forget it.
- * Every slot is visited once. When releasing slot k grants other requests,
- * the client's own requests below k are already gone, so any of them it
- * grants sits above k and is released when the scan gets there.
- */
-void wlk__drop_client(struct wlk__bucket *b, uint32_t ci,
-		      struct wlk__wake *wake)
-{
-	uint32_t gen = WLK_WORD_GEN(wlk__client(b, ci)->word);
-
-	for (uint32_t ri = 0; ri < b->geo.max_requests; ri++) {
-		struct wlk_seg_request *r = wlk__req(b, ri);
-		uint32_t state = WLK_WORD_STATE(r->word);
-
-		if (state == WLK_SLOT_FREE || r->client != ci ||
-		    r->client_gen != gen)
-			continue;
-		wlk__wake_add(wake, ri);
-		WLK_FAILPOINT(drop_client_mid);
-		if (state == WLK_SLOT_PENDING)
-			unqueue(b, ri, wake);
-		else if (state == WLK_SLOT_HELD)
-			unhold(b, ri, wake);
-		else
-			wlk__req_free(b, ri);
-	}
-	wlk__client_free(b, ci);
 }

@@ -23,80 +23,10 @@
 #define MAX_SEGMENT_SIZE (1ull << 30)
 /* Attach retries when the name is unlinked or replaced under us. */
 #define ATTACH_RETRIES 16
-/*
- * A poisoned segment that processes are still attached to is replaced for
- * new openers by the next generation, named "<name>~<g>". Openers try the
- * generations in order and use the first one that is not poisoned.
- */
-#define MAX_GENERATIONS 16
-
-/* Fixed keys that turn a bucket key into its segment name: a file format. */
-static const uint64_t name_key_hi[2] = {0x7765626c6f636b73ull,
-					0x2d6e616d652d6869ull};
-static const uint64_t name_key_lo[2] = {0x7765626c6f636b73ull,
-					0x2d6e616d652d6c6full};
 
 static size_t round_up(size_t v, size_t a)
 {
 	return (v + a - 1) / a * a;
-}
-
-static void put_field(uint8_t **p, const char *s, size_t len)
-{
-	uint32_t l = (uint32_t)len;
-
-	memcpy(*p, &l, sizeof(l));
-	memcpy(*p + sizeof(l), s, len);
-	*p += sizeof(l) + len;
-}
-
-static int check_ident(const char *s, size_t max)
-{
-	size_t len = strnlen(s, max + 1);
-
-	return len > max ? WLK_ENAMETOOLONG : 0;
-}
-
-/*
- * wlk__bucket_key() - validate the bucket's identity and derive its key and
- * segment name.
- */
-int wlk__bucket_key(const char *origin, const struct wlk_manager_options *o,
-		    uint8_t key[WLK_KEY_BYTES], char *shm_name)
-{
-	const char *bucket = o && o->bucket ? o->bucket : DEFAULT_BUCKET;
-	const char *part = o && o->partition ? o->partition : "";
-	uint8_t buf[3 * sizeof(uint32_t) + WLK_ORIGIN_MAX + WLK_BUCKET_MAX +
-		    WLK_PARTITION_MAX];
-	uint8_t *p = buf;
-	uint64_t hi, lo;
-	int rc;
-
-	if (!origin || !*origin || !*bucket)
-		return WLK_EINVAL;
-	/* "null" is how an opaque origin serialises: it has no bucket. */
-	if (!strcmp(origin, "null"))
-		return WLK_ESECURITY;
-	rc = check_ident(origin, WLK_ORIGIN_MAX);
-	if (!rc)
-		rc = check_ident(bucket, WLK_BUCKET_MAX);
-	if (!rc)
-		rc = check_ident(part, WLK_PARTITION_MAX);
-	if (rc)
-		return rc;
-	put_field(&p, origin, strlen(origin));
-	put_field(&p, bucket, strlen(bucket));
-	put_field(&p, part, strlen(part));
-	hi = wlk__siphash(name_key_hi, buf, (size_t)(p - buf));
-	lo = wlk__siphash(name_key_lo, buf, (size_t)(p - buf));
-	for (int i = 0; i < 8; i++) {
-		key[i] = (uint8_t)(hi >> (56 - 8 * i));
-		key[8 + i] = (uint8_t)(lo >> (56 - 8 * i));
-	}
-	snprintf(shm_name, WLK_SHM_NAME_MAX, "/wlk%u-%u-%016llx%016llx",
-		 WLK_LAYOUT_VERSION, (unsigned int)geteuid(),
-		 (unsigned long long)hi, (unsigned long long)lo);
-	return 0;
 }
 
 /* The geometry a segment with these capacities has. */
@@ -393,17 +323,6 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 	return rc;
 }
 
-/* Base names are far shorter than WLK_SHM_NAME_MAX (wlk__bucket_key()). */
-static void generation_name(char *dst, const char *base, unsigned int gen)
-{
-	size_t len = strnlen(base, WLK_SHM_NAME_MAX - 8);
-
-	memcpy(dst, base, len);
-	dst[len] = '\0';
-	if (gen)
-		snprintf(dst + len, 8, "~%u", gen % MAX_GENERATIONS);
-}
-
 /*
  * wlk__segment_attach() - open or create the segment named b->shm_name and
  * map it; on success b->fd, b->base, b->hdr and b->geo are set, and the
@@ -427,8 +346,8 @@ int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
 					      : WLK_DEFAULT_MAX_NAME_LEN, &g);
 	if (rc)
 		return rc;
-	for (unsigned int gen = 0; gen < MAX_GENERATIONS; gen++) {
-		generation_name(b->shm_name, b->base_name, gen);
+	for (unsigned int gen = 0; gen < WLK_MAX_GENERATIONS; gen++) {
+		wlk__generation_name(b->shm_name, b->base_name, gen);
 		for (int i = 0; i < ATTACH_RETRIES; i++) {
 			rc = attach_once(b, origin, o, &g, perm);
 			if (rc)
@@ -484,10 +403,10 @@ int wlk__segment_remove(const char *base_name)
 	char name[WLK_SHM_NAME_MAX];
 	int rc = -ENOENT;
 
-	for (unsigned int gen = 0; gen < MAX_GENERATIONS; gen++) {
+	for (unsigned int gen = 0; gen < WLK_MAX_GENERATIONS; gen++) {
 		int r;
 
-		generation_name(name, base_name, gen);
+		wlk__generation_name(name, base_name, gen);
 		r = remove_one(name);
 		if (r == -ENOENT)
 			continue;

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ops.c - the spec's operations on one request (section 4): request a lock
+ * (4.1), release the lock (4.2), abort the request (4.3), and terminate a
+ * client's remaining locks and requests (2.6). They change the tables and
+ * leave the granting to queue.c's process-the-queue. All run under the
+ * segment mutex.
+ */
+#include <errno.h>
+
+#include "internal.h"
+
+/* If-available test: grantable without waiting (spec 2.5 with an empty
+ * queue requirement, since the request is not in the queue yet). */
+static bool available(const struct wlk_seg_name *n, enum wlk_mode mode)
+{
+	return n->q_head == WLK_NIL && wlk__head_grantable(n, (uint8_t)mode);
+}
+
+/*
+ * The name entry a request goes to: *@ni is WLK_NIL if it does not exist
+ * yet. Return: 0, 1 for an if_available miss, or an error.
+ */
+static int find_name(struct wlk__bucket *b, const struct wlk__enqueue *e,
+		     uint64_t hash, struct wlk__wake *wake, uint32_t *ni)
+{
+	int rc = wlk__name_find(b, e->name, e->name_len, hash, ni);
+
+	if (rc == -ENOENT) {
+		*ni = WLK_NIL;
+		return 0;
+	}
+	if (rc || !e->if_available || available(wlk__name(b, *ni), e->mode))
+		return rc;
+	/* Refuse only for live holders: a dead one is reaped first. */
+	if (!wlk__reap_name(b, *ni, wake))
+		return 1;
+	rc = wlk__name_find(b, e->name, e->name_len, hash, ni);
+	if (rc == -ENOENT) {
+		*ni = WLK_NIL;
+		return 0;
+	}
+	if (rc)
+		return rc;
+	return available(wlk__name(b, *ni), e->mode) ? 0 : 1;
+}
+
+/* Fill a free request slot and publish it as pending. */
+static void request_fill(struct wlk__bucket *b, uint32_t ri, uint32_t ni,
+			 const struct wlk__enqueue *e)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+
+	r->mode = (uint8_t)e->mode;
+	r->client = e->client;
+	r->client_gen = e->client_gen;
+	r->name = ni;
+	r->name_gen = WLK_WORD_GEN(wlk__name(b, ni)->word);
+	r->seq = ++b->hdr->next_seq;
+	r->token = 0;
+	r->enq_ns = wlk__now_ns();
+	r->grant_ns = 0;
+	r->prev = r->next = WLK_NIL;
+	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
+					   WLK_SLOT_PENDING));
+}
+
+/*
+ * wlk__request_lock() - spec 4.1 "request a lock", steps 3.1-3.6.
+ * @b:    the bucket, locked.
+ * @e:    what is requested, validated by the caller.
+ * @wake: collects wake-ups.
+ * @slot: receives the request slot; @gen its generation.
+ *
+ * Return: 0 (the request is held or pending: read its word), 1 for an
+ * if_available miss (nothing allocated), WLK_ESTATE if the client is gone,
+ * WLK_EFULL with nothing changed, or WLK_ECORRUPT.
+ */
+int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
+		      struct wlk__wake *wake, uint32_t *slot, uint32_t *gen)
+{
+	struct wlk_seg_header *h = b->hdr;
+	uint64_t hash = wlk__name_hash(b, e->name, e->name_len);
+	uint32_t ni, ri;
+	int rc;
+
+	if (!wlk__client_live(b, e->client, e->client_gen))
+		return WLK_ESTATE;
+	rc = find_name(b, e, hash, wake, &ni);
+	if (rc)
+		return rc;
+	/* Check every table before changing anything. */
+	if (h->free_requests == WLK_NIL ||
+	    (ni == WLK_NIL && h->free_names == WLK_NIL))
+		return WLK_EFULL;
+	if (ni == WLK_NIL) {
+		rc = wlk__name_new(b, e->name, e->name_len, hash, &ni);
+		if (rc)
+			return rc;
+		WLK_FAILPOINT(request_after_name);
+	}
+	ri = wlk__req_alloc(b);
+	if (ri == WLK_NIL)
+		return WLK_ECORRUPT; /* checked above: the list is bad */
+	request_fill(b, ri, ni, e);
+	*slot = ri;
+	*gen = WLK_WORD_GEN(wlk__req(b, ri)->word);
+	WLK_FAILPOINT(request_after_commit);
+	wake->self1 = ri + 1;
+	if (e->steal)
+		rc = wlk__steal(b, wlk__name(b, ni), ri, wake);
+	else
+		rc = wlk__enqueue(b, ni, ri, wake);
+	wake->self1 = 0;
+	return rc;
+}
+
+/* Take a pending request out of its queue and free it (spec 4.3). */
+static int unqueue(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
+{
+	struct wlk_seg_name *n;
+	uint32_t ni;
+	int rc;
+
+	n = wlk__name_of(b, wlk__req(b, ri), &ni);
+	if (!n)
+		return WLK_ECORRUPT;
+	rc = wlk__dequeue(b, n, ri);
+	if (rc)
+		return rc;
+	WLK_FAILPOINT(unqueue_after_remove);
+	wlk__req_free(b, ri);
+	rc = wlk__process_queue(b, ni, wake);
+	wlk__name_put(b, ni);
+	return rc;
+}
+
+/* Take a held request out of the held set and free it (spec 4.2). */
+static int unhold(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
+{
+	struct wlk_seg_name *n;
+	uint32_t ni;
+	int rc;
+
+	n = wlk__name_of(b, wlk__req(b, ri), &ni);
+	if (!n)
+		return WLK_ECORRUPT;
+	rc = wlk__ungrant(b, n, ri);
+	if (rc)
+		return rc;
+	WLK_FAILPOINT(release_after_ungrant);
+	wlk__req_free(b, ri);
+	rc = wlk__process_queue(b, ni, wake);
+	wlk__name_put(b, ni);
+	return rc;
+}
+
+/*
+ * wlk__release_lock() - spec 4.2 "release the lock".
+ * Return: 0; WLK_ESTOLEN if it had been stolen (the slot is freed and
+ * nothing else changes); WLK_ESTATE if it is no longer ours; WLK_ECORRUPT.
+ */
+int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
+		      struct wlk__wake *wake)
+{
+	uint32_t w;
+
+	if (ri >= b->geo.max_requests)
+		return WLK_ESTATE;
+	w = wlk__req(b, ri)->word;
+	if (w == WLK_WORD(gen, WLK_SLOT_STOLEN)) {
+		wlk__req_free(b, ri);
+		return WLK_ESTOLEN;
+	}
+	if (w != WLK_WORD(gen, WLK_SLOT_HELD))
+		return WLK_ESTATE;
+	return unhold(b, ri, wake);
+}
+
+/*
+ * wlk__abort_request() - spec 4.3 "abort the request", if it is still
+ * pending. Return: 0 if it was pending and is gone; 1 if it was granted
+ * meanwhile (held or stolen; the caller owns it); WLK_ESTATE if the slot is
+ * no longer ours; WLK_ECORRUPT.
+ */
+int wlk__abort_request(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
+		       struct wlk__wake *wake)
+{
+	uint32_t w;
+
+	if (ri >= b->geo.max_requests)
+		return WLK_ESTATE;
+	w = wlk__req(b, ri)->word;
+	if (w == WLK_WORD(gen, WLK_SLOT_PENDING))
+		return unqueue(b, ri, wake);
+	if (w == WLK_WORD(gen, WLK_SLOT_HELD) ||
+	    w == WLK_WORD(gen, WLK_SLOT_STOLEN))
+		return 1;
+	return WLK_ESTATE;
+}
+
+/*
+ * wlk__drop_client() - spec 2.6 "terminate remaining locks and requests"
+ * for one client: abort its requests, release its locks, then forget it.
+ * Every slot is visited once. When releasing slot k grants other requests,
+ * the client's own requests below k are already gone, so any of them it
+ * grants sits above k and is released when the scan gets there.
+ */
+void wlk__drop_client(struct wlk__bucket *b, uint32_t ci,
+		      struct wlk__wake *wake)
+{
+	uint32_t gen = WLK_WORD_GEN(wlk__client(b, ci)->word);
+
+	for (uint32_t ri = 0; ri < b->geo.max_requests; ri++) {
+		struct wlk_seg_request *r = wlk__req(b, ri);
+		uint32_t state = WLK_WORD_STATE(r->word);
+
+		if (state == WLK_SLOT_FREE || r->client != ci ||
+		    r->client_gen != gen)
+			continue;
+		wlk__wake_add(wake, ri);
+		WLK_FAILPOINT(drop_client_mid);
+		if (state == WLK_SLOT_PENDING)
+			unqueue(b, ri, wake);
+		else if (state == WLK_SLOT_HELD)
+			unhold(b, ri, wake);
+		else
+			wlk__req_free(b, ri);
+	}
+	wlk__client_free(b, ci);
+}
