@@ -22,7 +22,7 @@
 #include "internal.h"
 
 /* The anchor needs little stack: it only locks and unlocks. */
-#define ANCHOR_STACK (64 * 1024)
+#define ANCHOR_STACK ((size_t)64 * 1024)
 
 enum anchor_op { OP_ATTACH, OP_DETACH };
 

@@ -31,13 +31,13 @@
 /* Lifelines one waiter watches; with more blockers it also re-checks on a
  * timer (WLK_RECHECK_NS). */
 #define WLK_WATCH_MAX 32
-#define WLK_RECHECK_NS (100 * 1000 * 1000ull)
+#define WLK_RECHECK_NS (100ull * 1000 * 1000)
 /*
  * The kernel wakes one watcher of a dead lifeline. If that watcher dies too
  * before passing the news on, the others would sleep on: so a blocked
  * request also looks again after this long. Only waiters pay for it.
  */
-#define WLK_SAFETY_RECHECK_NS (1000 * 1000 * 1000ull)
+#define WLK_SAFETY_RECHECK_NS (1000ull * 1000 * 1000)
 
 #define WLK_NSEC_PER_SEC 1000000000ull
 

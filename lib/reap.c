@@ -127,7 +127,7 @@ static bool set_add(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
 static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 		     uint32_t *set, unsigned int *n, unsigned int max)
 {
-	uint32_t lists[2], i;
+	uint32_t lists[2];
 	bool fits = true;
 
 	*n = 0;
@@ -136,7 +136,8 @@ static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 	lists[0] = wlk__name(b, ni)->h_head;
 	lists[1] = wlk__name(b, ni)->q_head;
 	for (int l = 0; l < 2; l++) {
-		i = lists[l];
+		uint32_t i = lists[l];
+
 		for (uint32_t steps = 0; i != WLK_NIL && i != ri; steps++) {
 			if (i >= b->geo.max_requests ||
 			    steps >= b->geo.max_requests) {

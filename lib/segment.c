@@ -266,7 +266,7 @@ static int options_perm(const struct wlk_manager_options *o,
 			unsigned int *perm)
 {
 	*perm = o && o->permissions ? o->permissions : DEFAULT_MODE;
-	return *perm & ~ALLOWED_MODE ? WLK_EINVAL : 0;
+	return (*perm & ~ALLOWED_MODE) ? WLK_EINVAL : 0;
 }
 
 /* The check check_file() made, for a bucket this process has mapped. */
@@ -278,7 +278,7 @@ int wlk__segment_perm_check(const struct wlk__bucket *b,
 
 	if (rc)
 		return rc;
-	return b->mode & ~perm ? WLK_ESECURITY : 0;
+	return (b->mode & ~perm) ? WLK_ESECURITY : 0;
 }
 
 /* One attempt; -EAGAIN asks the caller to start over. */
@@ -348,6 +348,7 @@ int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
 		return rc;
 	for (unsigned int gen = 0; gen < WLK_MAX_GENERATIONS; gen++) {
 		wlk__generation_name(b->shm_name, b->base_name, gen);
+		rc = -EAGAIN;
 		for (int i = 0; i < ATTACH_RETRIES; i++) {
 			rc = attach_once(b, origin, o, &g, perm);
 			if (rc)
@@ -355,8 +356,8 @@ int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
 			if (rc != -EAGAIN)
 				break;
 		}
-		if (rc)
-			return rc;
+		if (rc || !b->hdr)
+			return rc ? rc : WLK_ECORRUPT;
 		if (uatomic_read(&b->hdr->seg_state) != WLK_SEG_POISONED)
 			return 0;
 		wlk__segment_detach(b);

@@ -32,12 +32,11 @@ static void bad(struct vctx *v, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (v->count < REPORT_KEPT) {
-		va_start(ap, fmt);
-		vsnprintf(v->msgs[v->count], REPORT_LEN, fmt, ap);
-		va_end(ap);
-	}
-	v->count++;
+	if (v->count++ >= REPORT_KEPT)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(v->msgs[v->count - 1], REPORT_LEN, fmt, ap);
+	va_end(ap);
 }
 
 /* A free list: every member FREE, no cycle, and exactly @want long. */
@@ -195,7 +194,6 @@ static void check_name(struct vctx *v, uint32_t ni, uint64_t *bytes)
 	struct wlk__bucket *b = v->b;
 	struct wlk_seg_name *n = wlk__name(b, ni);
 	uint32_t ex = 0, sh = 0, qex = 0, qsh = 0, q, i, steps = 0;
-	const struct wlk_seg_request *head;
 
 	if (n->len > b->geo.max_name_len) {
 		bad(v, "name %u: length %u", ni, n->len);
@@ -222,7 +220,8 @@ static void check_name(struct vctx *v, uint32_t ni, uint64_t *bytes)
 		bad(v, "name %u: in use but nothing refers to it", ni);
 	/* Process the lock request queue must have run to completion. */
 	if (n->q_head < b->geo.max_requests) {
-		head = wlk__req(b, n->q_head);
+		const struct wlk_seg_request *head = wlk__req(b, n->q_head);
+
 		if (!ex && (head->mode == WLK_SHARED || !sh))
 			bad(v, "name %u: grantable request %u left pending",
 			    ni, n->q_head);
