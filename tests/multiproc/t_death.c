@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* t_death.c - a process that dies (kill, exit, exec) never wedges a bucket. */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -16,7 +15,7 @@
 
 /* How long a child holds a lock when nobody tells it to let go. */
 #define HOLD_MS 60000
-/* A stopped or thread-less holder keeps its lock for at least this long. */
+/* How long the tests show that a live holder keeps its lock. */
 #define STILL_HELD_NS (300 * 1000000ull)
 /* Exit code of a child that found the test cannot run here. */
 #define SKIP_CODE 77
@@ -122,7 +121,7 @@ static bool wait_stopped(pid_t pid)
 /* What a holder child does once it holds its lock. */
 enum hold_end {
 	END_WAIT,  /* wait for a byte, release, close, exit 0 */
-	END_EXEC,  /* wait for a byte, exec sleep(1) */
+	END_EXEC,  /* wait for a byte, exec "sleep 60" */
 	END_EXIT,  /* wait for a byte, exit(0) without closing */
 	END__EXIT, /* wait for a byte, _exit(0) without closing */
 };
@@ -324,21 +323,29 @@ Test(death, blocked_waiter_is_woken_by_the_death_alone, T_FIX,
 	link_close(&x.k);
 }
 
-/* The first word of /proc/<pid>/comm. */
-static void comm_of(pid_t pid, char *buf, size_t size)
+/* Poll (bounded) until /proc/<pid>/comm reads @want; true if it did. */
+static bool wait_comm(pid_t pid, const char *want)
 {
-	char path[64];
-	FILE *f;
+	uint64_t end = t_now_ns() + (uint64_t)T_WAIT_MS * 1000000u;
+	char path[64], buf[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	buf[0] = '\0';
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	if (!fgets(buf, (int)size, f))
+	for (;;) {
+		FILE *f = fopen(path, "r");
+
 		buf[0] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	fclose(f);
+		if (f) {
+			if (!fgets(buf, (int)sizeof(buf), f))
+				buf[0] = '\0';
+			fclose(f);
+		}
+		buf[strcspn(buf, "\n")] = '\0';
+		if (!strcmp(buf, want))
+			return true;
+		if (t_now_ns() > end)
+			return false;
+		t_nap_ms(1);
+	}
 }
 
 /*
@@ -370,15 +377,13 @@ static pid_t end_while_held(struct wlk_manager *m, struct hold *h,
 Test(death, exec_while_holding_releases, T_FIX, .timeout = 20)
 {
 	struct wlk_manager *m = t_open();
-	char comm[32];
 	struct hold h;
 	pid_t pid;
 
 	pid = end_while_held(m, &h, END_EXEC);
 	/* EOF: the exec closed the child's end (O_CLOEXEC). */
 	cr_assert_eq(t_get_byte(h.k.up.rd), -1);
-	comm_of(pid, comm, sizeof(comm));
-	cr_assert_str_eq(comm, "sleep", "the child did not exec");
+	cr_assert(wait_comm(pid, "sleep"), "the child did not exec");
 	cr_assert_eq(waitpid(pid, NULL, WNOHANG), 0, "exec'd child ended");
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
@@ -568,14 +573,19 @@ Test(death, holder_death_detected_while_its_fork_child_lives, T_FIX,
 	link_close(&f.k);
 }
 
-/* The holder a steal displaced dies: the stealer keeps the lock. */
+/*
+ * The holder a steal displaced dies: the stealer keeps the lock. With
+ * room for three requests, the dead holder's stolen slot fills the table
+ * until it is reaped, which shows the reaping happened.
+ */
 Test(death, killed_stolen_holder_leaves_stealer_holding, T_FIX,
      .timeout = 20)
 {
-	struct wlk_manager *m = t_open();
+	struct wlk_manager_options small = { .max_requests = 3 };
+	struct wlk_manager *m = t_open_opts(&small);
 	struct wlk_manager *m2 = t_open();
 	struct wlk_options steal = { .steal = true };
-	struct wlk_lock *l = NULL;
+	struct wlk_lock *l = NULL, *z = NULL;
 	struct t_holder w;
 	struct hold a;
 	pid_t pa;
@@ -586,11 +596,16 @@ Test(death, killed_stolen_holder_leaves_stealer_holding, T_FIX,
 	cr_assert_eq(t_held_by_pid(m, "s", 1, pa), 0);
 	t_holder_start(&w, m2, "s", 1, NULL);
 	cr_assert(t_wait_pending(m, "s", 1, 1));
+	T_ASSERT_RC(wlk_acquire(m, "z", 1, &ex_ia, &z), WLK_EFULL);
 
 	cr_assert_eq(kill(pa, SIGKILL), 0);
 	cr_assert_eq(t_wait(pa, T_WAIT_MS), 128 + SIGKILL);
 	cr_assert_eq(entries_of(m, pa), 0);
 	assert_valid(m);
+	/* The stolen slot of the dead holder was freed. */
+	T_ASSERT_RC(wlk_acquire(m, "z", 1, &ex_ia, &z), 0);
+	cr_assert_not_null(z);
+	T_ASSERT_RC(wlk_release(z), 0);
 	cr_assert_not(wlk_lock_stolen(l));
 	cr_assert_eq(t_held_n(m, "s", 1), 1);
 	cr_assert_eq(t_held_by_pid(m, "s", 1, getpid()), 1);
@@ -600,6 +615,7 @@ Test(death, killed_stolen_holder_leaves_stealer_holding, T_FIX,
 	T_ASSERT_RC(wlk_release(l), 0);
 	cr_assert_eq(t_holder_wait_granted(&w), 0);
 	cr_assert_eq(t_holder_release(&w), 0);
+	T_ASSERT_RC(w.rel_rc, 0);
 	t_holder_join(&w);
 	assert_valid(m);
 	link_close(&a.k);

@@ -16,6 +16,7 @@
 #define STAGE_MS (3 * T_WAIT_MS)
 
 static const struct wlk_options ex_ia = { .if_available = true };
+static const struct wlk_options sh = { .mode = WLK_SHARED };
 
 /* Pipes between the parent and one child. */
 struct link {
@@ -98,9 +99,9 @@ struct fp_run {
  * The armed child: one script that passes every fail point, so whichever
  * is armed kills it; running to the end means the point was never reached.
  * Each stage letter tells the parent to set up what comes next: 'x' queue
- * a waiter behind our "x", 'r' see it granted, 'd' queue a waiter on "d",
- * 'h' kill a holder for us to reap, 'k' have a process die inside the
- * critical section for us to repair.
+ * a waiter behind our "x" and take "s" shared twice, 'r' see the waiter
+ * granted, 'd' queue a waiter on "d", 'h' kill a holder for us to reap,
+ * 'k' have a process die inside the critical section for us to repair.
  */
 static int child_script(void *arg)
 {
@@ -112,6 +113,7 @@ static int child_script(void *arg)
 	struct wlk_snapshot *snap = NULL;
 	struct wlk_signal *sig = NULL;
 	struct side t;
+	size_t i;
 
 	T_CHILD_CHECK(setenv("WLK_FAILPOINT", r->point, 1) == 0, 10);
 	/* Attach to the parent's bucket: attach_after_alloc. */
@@ -124,9 +126,10 @@ static int child_script(void *arg)
 	T_CHILD_CHECK(wlk_acquire(m1, "x", 1, NULL, &lx) == 0, 13);
 	T_CHILD_CHECK(say(&r->k, 'x') == 0, 14);
 
-	/* Steal from our other manager: steal_after_intent, steal_mid. */
+	/* Steal "s" from the parent's two shared holders and from our other
+	 * manager: steal_after_intent, steal_mid. */
 	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m2) == 0, 15);
-	T_CHILD_CHECK(wlk_acquire(m2, "s", 1, NULL, &ls2) == 0, 16);
+	T_CHILD_CHECK(wlk_acquire(m2, "s", 1, &sh, &ls2) == 0, 16);
 	o = (struct wlk_options){ .steal = true };
 	T_CHILD_CHECK(wlk_acquire(m1, "s", 1, &o, &ls1) == 0, 17);
 	T_CHILD_CHECK(wlk_lock_stolen(ls2), 18);
@@ -172,6 +175,9 @@ static int child_script(void *arg)
 	/* The parent killed a holder; query reaps it: reap_after_free. */
 	T_CHILD_CHECK(say(&r->k, 'h') == 0, 39);
 	T_CHILD_CHECK(wlk_query(m1, &snap) == 0, 40);
+	for (i = 0; i < wlk_snapshot_held_count(snap); i++)
+		T_CHILD_CHECK(strcmp(wlk_snapshot_held(snap, i)->name, "h"),
+			      45);
 	wlk_snapshot_free(snap);
 
 	/* A process died holding the segment mutex; we lock it next and
@@ -326,9 +332,11 @@ static void sweep(const char *point)
 {
 	static const char *const names[] = { "x", "s", "y", "d", "h", "k" };
 	struct wlk_manager_options fresh = { .bucket = FRESH };
-	struct wlk_manager *m, *mf;
+	struct wlk_manager *m, *m2, *mf;
+	struct wlk_lock *ps1 = NULL, *ps2 = NULL;
 	struct t_holder wx, wd;
 	bool have_wx = false, have_wd = false, wx_granted = false;
+	bool stolen1, stolen2;
 	struct link hk = { { -1, -1 }, { -1, -1 } };
 	struct fp_run r = { .point = point };
 	pid_t pid, ph = 0, pk = 0;
@@ -340,6 +348,7 @@ static void sweep(const char *point)
 	cr_skip_test("fail points are not compiled in (--enable-failpoints)");
 #endif
 	m = t_open();
+	m2 = t_open();
 	t_track_bucket(t_origin, FRESH, NULL);
 	pid = fork_linked(child_script, &r, &r.k);
 	while ((c = t_get_byte(r.k.up.rd)) >= 0 && c != 'e') {
@@ -349,6 +358,9 @@ static void sweep(const char *point)
 			t_holder_start(&wx, m, "x", 1, NULL);
 			have_wx = true;
 			cr_assert(t_wait_pending(m, "x", 1, 1));
+			/* Two shared holders for the child to steal from. */
+			T_ASSERT_RC(wlk_acquire(m, "s", 1, &sh, &ps1), 0);
+			T_ASSERT_RC(wlk_acquire(m2, "s", 1, &sh, &ps2), 0);
 			break;
 		case 'r': /* the child released "x" */
 			cr_assert_eq(t_holder_wait_granted(&wx), 0);
@@ -405,6 +417,18 @@ static void sweep(const char *point)
 		cr_assert_eq(entries_of(m, pk), 0, "%s: dead helper remains",
 			     point);
 	cr_assert_eq(t_pending_n(m, NULL, 0), 0, "%s: pending left", point);
+	/* A steal is all or nothing, even when its requester dies in it
+	 * (the intent record); past it, both our holders lost "s". */
+	if (ps1) {
+		stolen1 = wlk_lock_stolen(ps1);
+		stolen2 = wlk_lock_stolen(ps2);
+		cr_assert_eq(stolen1, stolen2, "%s: half a steal: %d/%d",
+			     point, stolen1, stolen2);
+		cr_assert(stolen1 || !strcmp(point, "steal_after_intent"),
+			  "%s: the steal did not happen", point);
+		T_ASSERT_RC(wlk_release(ps1), stolen1 ? WLK_ESTOLEN : 0);
+		T_ASSERT_RC(wlk_release(ps2), stolen2 ? WLK_ESTOLEN : 0);
+	}
 	if (have_wx) {
 		cr_assert_eq(t_holder_release(&wx), 0);
 		T_ASSERT_RC(wx.rel_rc, 0);
