@@ -23,6 +23,16 @@
 #define MAX_SEGMENT_SIZE (1ull << 30)
 /* Attach retries when the name is unlinked or replaced under us. */
 #define ATTACH_RETRIES 16
+/*
+ * Why a segment in use cannot be attached, besides real errors: it belongs
+ * to another bucket (a hash collision: both live on, in two generations),
+ * or its header is broken (it is poisoned, so that its users stop, and
+ * openers move on to the next generation).
+ */
+#define SEG_FOREIGN (-EXDEV)
+#define SEG_BROKEN (-EBADMSG)
+/* A stale generation with a later one after it: never re-created. */
+#define SEG_SUPERSEDED (-ESTALE)
 
 static size_t round_up(size_t v, size_t a)
 {
@@ -203,6 +213,8 @@ static int validate(struct wlk__bucket *b, const char *origin,
 	if ((h->pidns_dev || h->pidns_ino) &&
 	    (dev != h->pidns_dev || ino != h->pidns_ino))
 		return WLK_ESECURITY;
+	if (uatomic_read(&h->seg_state) == WLK_SEG_POISONED)
+		return SEG_BROKEN;
 	if (geo_compute(h->max_names, h->max_requests, h->max_name_len, &g) ||
 	    g.size != h->segment_size || g.size != file_size ||
 	    g.name_stride != h->name_stride ||
@@ -211,13 +223,13 @@ static int validate(struct wlk__bucket *b, const char *origin,
 	    h->off_agents != g.off_agents || h->off_clients != g.off_clients ||
 	    h->off_names != g.off_names || h->off_requests != g.off_requests ||
 	    h->off_hash != g.off_hash)
-		return WLK_ECORRUPT;
+		return SEG_BROKEN;
 	if (!ident_eq(h->origin, h->origin_len, sizeof(h->origin), origin) ||
 	    !ident_eq(h->bucket, h->bucket_len, sizeof(h->bucket),
 		      o && o->bucket ? o->bucket : DEFAULT_BUCKET) ||
 	    !ident_eq(h->partition, h->partition_len, sizeof(h->partition),
 		      o && o->partition ? o->partition : ""))
-		return WLK_ECORRUPT; /* a hash collision, or tampering */
+		return SEG_FOREIGN;
 	b->geo = g;
 	memcpy(b->seg_key, h->seg_key, sizeof(b->seg_key));
 	return 0;
@@ -245,7 +257,11 @@ static int attach_existing(struct wlk__bucket *b, const char *origin,
 	}
 	b->hdr = (struct wlk_seg_header *)b->base;
 	b->geo.size = (size_t)st.st_size; /* for munmap if validation fails */
-	return validate(b, origin, o, (size_t)st.st_size);
+	rc = validate(b, origin, o, (size_t)st.st_size);
+	/* Its users must stop: they may trust a geometry no longer there. */
+	if (rc == SEG_BROKEN)
+		uatomic_set(&b->hdr->seg_state, WLK_SEG_POISONED);
+	return rc;
 }
 
 /* Owned by us, and no looser than @perm; *@mode gets its permissions. */
@@ -281,10 +297,24 @@ int wlk__segment_perm_check(const struct wlk__bucket *b,
 	return (b->mode & ~perm) ? WLK_ESECURITY : 0;
 }
 
+/* Whether generation @gen + 1 of the bucket's segment exists. */
+static bool superseded(const struct wlk__bucket *b, unsigned int gen)
+{
+	char name[WLK_SHM_NAME_MAX], path[sizeof(SHM_DIR) + WLK_SHM_NAME_MAX];
+	struct stat st;
+
+	if (gen + 1 >= WLK_MAX_GENERATIONS)
+		return false;
+	wlk__generation_name(name, b->base_name, gen + 1);
+	snprintf(path, sizeof(path), SHM_DIR "%s", name);
+	return stat(path, &st) == 0;
+}
+
 /* One attempt; -EAGAIN asks the caller to start over. */
 static int attach_once(struct wlk__bucket *b, const char *origin,
 		       const struct wlk_manager_options *o,
-		       const struct wlk__geo *g, unsigned int perm)
+		       const struct wlk__geo *g, unsigned int perm,
+		       unsigned int gen)
 {
 	bool created = true;
 	int rc;
@@ -310,7 +340,11 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 	if (!name_is_fd(b->shm_name, b->fd))
 		return -EAGAIN; /* unlinked between open and lock */
 	rc = ofd_lock(b->fd, F_WRLCK, WLK_LOCK_ATTACH, false);
-	if (rc == 0) {
+	if (rc == 0 && superseded(b, gen)) {
+		/* Its successor may be in use: re-creating this one would
+		 * split the bucket in two. */
+		rc = SEG_SUPERSEDED;
+	} else if (rc == 0) {
 		/* Nobody is attached: whatever is there is stale. */
 		rc = create(b, origin, o, g);
 		if (!rc)
@@ -350,17 +384,18 @@ int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
 		wlk__generation_name(b->shm_name, b->base_name, gen);
 		rc = -EAGAIN;
 		for (int i = 0; i < ATTACH_RETRIES; i++) {
-			rc = attach_once(b, origin, o, &g, perm);
+			rc = attach_once(b, origin, o, &g, perm, gen);
 			if (rc)
 				wlk__segment_detach(b);
 			if (rc != -EAGAIN)
 				break;
 		}
+		if (rc == SEG_FOREIGN || rc == SEG_BROKEN ||
+		    rc == SEG_SUPERSEDED)
+			continue; /* detached already */
 		if (rc || !b->hdr)
 			return rc ? rc : WLK_ECORRUPT;
-		if (uatomic_read(&b->hdr->seg_state) != WLK_SEG_POISONED)
-			return 0;
-		wlk__segment_detach(b);
+		return 0;
 	}
 	return WLK_ECORRUPT;
 }
