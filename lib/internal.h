@@ -175,6 +175,22 @@ static inline void wlk__word_store(uint32_t *w, uint32_t v)
 	uatomic_set(w, v);
 }
 
+/*
+ * Usage counters ([D][A] in layout.h) change only under the segment mutex,
+ * so a plain load and store suffice; uatomic_set keeps the store whole for
+ * readers outside the mutex (query's sizing, the inspector), without the
+ * cost of a locked read-modify-write.
+ */
+static inline void wlk__count(uint32_t *c, int32_t d)
+{
+	uatomic_set(c, *c + (uint32_t)d);
+}
+
+static inline void wlk__count64(uint64_t *c, int64_t d)
+{
+	uatomic_set(c, *c + (uint64_t)d);
+}
+
 /* error.c */
 int wlk__errno(int e) WLK_INTERNAL;
 
@@ -191,6 +207,7 @@ int wlk__futex_wait(struct wlk__waitv *w, unsigned int n,
 		    uint64_t deadline_ns) WLK_INTERNAL;
 void wlk__futex_wake(uint32_t *word, int n) WLK_INTERNAL;
 uint64_t wlk__now_ns(void) WLK_INTERNAL;
+uint64_t wlk__stamp_ns(void) WLK_INTERNAL;
 uint64_t wlk__realtime_ns(void) WLK_INTERNAL;
 
 /* mutex.c: the only place that locks the segment mutex. */

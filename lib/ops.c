@@ -58,7 +58,7 @@ static void request_fill(struct wlk__bucket *b, uint32_t ri, uint32_t ni,
 	r->name_gen = WLK_WORD_GEN(wlk__name(b, ni)->word);
 	r->seq = ++b->hdr->next_seq;
 	r->token = 0;
-	r->enq_ns = wlk__now_ns();
+	r->enq_ns = wlk__stamp_ns();
 	r->grant_ns = 0;
 	r->prev = r->next = WLK_NIL;
 	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),

@@ -132,7 +132,7 @@ static int grant(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 	else
 		n->n_excl++;
 	r->token = ++b->hdr->next_token;
-	r->grant_ns = wlk__now_ns();
+	r->grant_ns = wlk__stamp_ns();
 	WLK_FAILPOINT(grant_after_list);
 	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
 					   WLK_SLOT_HELD));

@@ -178,7 +178,7 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 	uint64_t deadline = o->timeout_ns ? wlk__now_ns() + o->timeout_ns : 0;
 	struct watch watch;
 	uint32_t *word;
-	int rc, why;
+	int rc, why, cancel;
 
 	rc = wlk__lock(b, &wake);
 	if (rc)
@@ -192,9 +192,18 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 		return rc == 1 ? 0 : rc;
 
 	word = &wlk__req(b, l->slot)->word;
-	why = wait_grant(m, l->slot, l->gen, o->signal, deadline, &watch);
+	why = rc = 0;
+	if (wlk__word_load(word) == WLK_WORD(l->gen, WLK_SLOT_PENDING)) {
+		/* A waiter cancelled (even asynchronously) would leave its
+		 * request queued for ever: no cancellation while waiting. */
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+		why = wait_grant(m, l->slot, l->gen, o->signal, deadline,
+				 &watch);
+		if (why)
+			rc = give_up(b, l->slot, l->gen);
+		pthread_setcancelstate(cancel, NULL);
+	}
 	if (why) {
-		rc = give_up(b, l->slot, l->gen);
 		if (rc == 0 || rc < 0)
 			return rc == 0 ? why : rc;
 		/* Granted while giving up: a timeout came too late. */
@@ -235,7 +244,7 @@ static int acquire(struct wlk_manager *m, const char *name, size_t len,
 	static const struct wlk_options defaults;
 	struct wlk_lock *l;
 	bool got = false;
-	int rc, cancel;
+	int rc;
 
 	if (!o)
 		o = &defaults;
@@ -253,10 +262,7 @@ static int acquire(struct wlk_manager *m, const char *name, size_t len,
 		wlk__manager_leave(m);
 		return -ENOMEM;
 	}
-	/* A cancelled waiter would leave its request queued for ever. */
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	rc = obtain(m, l, o, &got);
-	pthread_setcancelstate(cancel, NULL);
 	if (rc || !got) {
 		free(l);
 		wlk__manager_leave(m);

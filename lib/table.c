@@ -93,8 +93,8 @@ int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 	head = chain_head(b, hash);
 	n->chain = *head;
 	*head = i;
-	uatomic_inc(&h->n_names);
-	uatomic_add(&h->name_bytes, len);
+	wlk__count(&h->n_names, 1);
+	wlk__count64(&h->name_bytes, len);
 	*out = i;
 	return 0;
 }
@@ -121,8 +121,8 @@ void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
 					   WLK_SLOT_FREE));
 	n->chain = h->free_names;
 	h->free_names = ni;
-	uatomic_dec(&h->n_names);
-	uatomic_sub(&h->name_bytes, n->len);
+	wlk__count(&h->n_names, -1);
+	wlk__count64(&h->name_bytes, -(int64_t)n->len);
 }
 
 /* Pop a free request slot; WLK_NIL when the table is full (or corrupt). */
@@ -139,7 +139,7 @@ uint32_t wlk__req_alloc(struct wlk__bucket *b)
 		return WLK_NIL;
 	}
 	h->free_requests = wlk__req(b, i)->next;
-	uatomic_inc(&h->n_requests);
+	wlk__count(&h->n_requests, 1);
 	return i;
 }
 
@@ -154,7 +154,7 @@ void wlk__req_free(struct wlk__bucket *b, uint32_t ri)
 	r->prev = WLK_NIL;
 	r->next = h->free_requests;
 	h->free_requests = ri;
-	uatomic_dec(&h->n_requests);
+	wlk__count(&h->n_requests, -1);
 }
 
 bool wlk__client_live(struct wlk__bucket *b, uint32_t c, uint32_t gen)
@@ -189,7 +189,7 @@ int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
 	c->next = WLK_NIL;
 	wlk__word_store(&c->word, WLK_WORD(WLK_WORD_GEN(c->word),
 					   WLK_SLOT_USED));
-	uatomic_inc(&h->n_clients);
+	wlk__count(&h->n_clients, 1);
 	*out = i;
 	return 0;
 }
@@ -203,7 +203,7 @@ void wlk__client_free(struct wlk__bucket *b, uint32_t ci)
 					   WLK_SLOT_FREE));
 	c->next = h->free_clients;
 	h->free_clients = ci;
-	uatomic_dec(&h->n_clients);
+	wlk__count(&h->n_clients, -1);
 }
 
 /*
@@ -240,7 +240,7 @@ int wlk__agent_alloc(struct wlk__bucket *b, uint32_t pid, uint64_t now,
 		a->next = WLK_NIL;
 		wlk__word_store(&a->word, WLK_WORD(WLK_WORD_GEN(a->word),
 						   WLK_SLOT_USED));
-		uatomic_inc(&h->n_agents);
+		wlk__count(&h->n_agents, 1);
 		WLK_FAILPOINT(attach_after_alloc);
 		*out = i;
 		return 0;
@@ -259,5 +259,5 @@ void wlk__agent_free(struct wlk__bucket *b, uint32_t ai, uint32_t gen)
 	wlk__word_store(&a->word, WLK_WORD(gen + 1, WLK_SLOT_FREE));
 	a->next = h->free_agents;
 	h->free_agents = ai;
-	uatomic_dec(&h->n_agents);
+	wlk__count(&h->n_agents, -1);
 }
