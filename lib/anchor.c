@@ -42,7 +42,7 @@ static unsigned long anchor_gen = (unsigned long)-1; /* its fork gen */
 /* Register this process in @b: allocate an agent slot, lock its lifeline. */
 static int do_attach(struct wlk__bucket *b)
 {
-	struct wlk__wake wake = {0};
+	struct wlk__wake wake;
 	uint32_t pid = (uint32_t)getpid();
 	uint64_t now = wlk__realtime_ns();
 	int rc;
@@ -66,7 +66,7 @@ static int do_attach(struct wlk__bucket *b)
 /* Unregister: free the agent slot, then let go of the lifeline. */
 static void do_detach(struct wlk__bucket *b)
 {
-	struct wlk__wake wake = {0};
+	struct wlk__wake wake;
 
 	if (wlk__lock(b, &wake) == 0) {
 		wlk__agent_free(b, b->agent, b->agent_gen);

@@ -21,7 +21,7 @@
 	X(steal_mid)            /* some holders stolen, not all */            \
 	X(release_after_ungrant) /* out of the held set, slot not freed */    \
 	X(unqueue_after_remove) /* out of the queue, slot not freed */        \
-	X(name_put_after_unlink) /* off its hash chain, entry not freed */    \
+	X(name_evict_after_unlink) /* idle name off its chain, not freed */ \
 	X(drop_client_mid)      /* close: some requests dropped, not all */   \
 	X(reap_after_free)      /* dead agent reaped, lifeline still held */  \
 	X(recover_mid)          /* recovery: rebuilt, queues not processed */

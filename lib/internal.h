@@ -197,6 +197,8 @@ int wlk__errno(int e) WLK_INTERNAL;
 /* hash.c */
 uint64_t wlk__siphash(const uint64_t key[2], const void *data,
 		      size_t len) WLK_INTERNAL;
+uint64_t wlk__siphash13(const uint64_t key[2], const void *data,
+			size_t len) WLK_INTERNAL;
 
 /* futex.c: the only place that makes futex system calls. */
 struct wlk__waitv {
@@ -251,6 +253,8 @@ int wlk__name_find(struct wlk__bucket *b, const void *name, uint32_t len,
 int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 		  uint64_t hash, uint32_t *out) WLK_INTERNAL;
 void wlk__name_put(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
+int wlk__name_touch(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
+void wlk__idle_append(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
 void wlk__name_reset(struct wlk_seg_name *n) WLK_INTERNAL;
 uint32_t wlk__req_alloc(struct wlk__bucket *b) WLK_INTERNAL;
 void wlk__req_free(struct wlk__bucket *b, uint32_t r) WLK_INTERNAL;

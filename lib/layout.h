@@ -61,7 +61,7 @@
 #include <stdint.h>
 
 /* Bump on any change to this file; it is part of the segment name too. */
-#define WLK_LAYOUT_VERSION 1u
+#define WLK_LAYOUT_VERSION 2u
 #define WLK_SEG_MAGIC "WEBLOCKS"
 #define WLK_SEG_MAGIC_LEN 8
 #define WLK_CACHELINE 64u
@@ -161,7 +161,9 @@ struct wlk_seg_header {
 	uint32_t n_names;       /* [D][A] */
 	uint32_t n_requests;    /* [D][A] */
 	uint64_t name_bytes;    /* [D][A] sum of used names' lengths */
-	uint8_t derived_pad[24];
+	uint32_t idle_head;     /* [D] unreferenced names, least recently */
+	uint32_t idle_tail;     /* [D] used first: evicted when needed */
+	uint8_t derived_pad[16];
 
 	/* Who the bucket is: compared on attach. */
 	uint32_t origin_len;    /* [C] */
@@ -205,7 +207,12 @@ struct wlk_seg_client {
 	uint8_t pad[32];
 };
 
-/* A name entry exists while some request (held or pending) refers to it. */
+/*
+ * A name entry is in use while some request (held or pending) refers to it,
+ * and stays in use, idle, after the last one goes: the next request for the
+ * name finds it ready. Idle entries are on an LRU list and are taken over
+ * when a new name finds the free list empty.
+ */
 struct wlk_seg_name {
 	uint32_t word;      /* [M] gen | FREE/USED */
 	uint32_t len;       /* [M] <= max_name_len */
@@ -218,7 +225,9 @@ struct wlk_seg_name {
 	uint32_t n_excl;    /* [D] exclusive locks held */
 	uint32_t n_shared;  /* [D] shared locks held */
 	uint32_t n_pending; /* [D] */
-	uint8_t pad[16];
+	uint32_t idle_prev; /* [D] idle list links, WLK_NIL when not idle */
+	uint32_t idle_next; /* [D] */
+	uint8_t pad[8];
 	/* followed by max_name_len bytes, padded to name_stride */
 };
 

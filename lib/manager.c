@@ -51,7 +51,7 @@ WLK_EXPORT int wlk_manager_open(const char *origin,
 				const struct wlk_manager_options *o,
 				struct wlk_manager **out)
 {
-	struct wlk__wake wake = {0};
+	struct wlk__wake wake;
 	struct wlk_manager *m;
 	uint64_t now = wlk__realtime_ns();
 	int rc;
@@ -116,7 +116,7 @@ void wlk__manager_leave(struct wlk_manager *m)
 
 WLK_EXPORT void wlk_manager_close(struct wlk_manager *m)
 {
-	struct wlk__wake wake = {0};
+	struct wlk__wake wake;
 
 	if (!m)
 		return;

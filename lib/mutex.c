@@ -58,7 +58,8 @@ static int repair(struct wlk__bucket *b, struct wlk__wake *wake)
 /*
  * wlk__lock() - lock the segment, repairing it if needed.
  * @b:    the bucket.
- * @wake: the caller's wake list; recovery may ask for a wake-up sweep.
+ * @wake: the caller's wake list, emptied here; recovery may ask for a
+ *        wake-up sweep. wlk__unlock() issues what it collected.
  *
  * Return: 0 with the mutex held, or WLK_ECORRUPT (or another negative code)
  * with the mutex not held.
@@ -67,6 +68,10 @@ int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake)
 {
 	pthread_mutex_t *mu = &b->hdr->sync.mutex;
 	int rc;
+
+	/* The counters only: the arrays are read up to them. */
+	wake->self1 = wake->n = wake->n_reaped = 0;
+	wake->sweep = false;
 
 	rc = pthread_mutex_lock(mu);
 	if (rc == EOWNERDEAD) {
@@ -111,6 +116,8 @@ static void wake_sweep(struct wlk__bucket *b)
  */
 void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 {
+	if (!wake->n && !wake->n_reaped && !wake->sweep)
+		return; /* the common case: nobody to wake */
 	/* Lifelines of reaped agents: let go, then wake all their watchers
 	 * (the kernel woke one; a trylock may have dropped FUTEX_WAITERS). */
 	for (uint32_t i = 0; i < wake->n_reaped; i++) {

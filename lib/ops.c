@@ -91,9 +91,14 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		return rc;
 	/* Check every table before changing anything. */
 	if (h->free_requests == WLK_NIL ||
-	    (ni == WLK_NIL && h->free_names == WLK_NIL))
+	    (ni == WLK_NIL && h->free_names == WLK_NIL &&
+	     h->idle_head == WLK_NIL))
 		return WLK_EFULL;
-	if (ni == WLK_NIL) {
+	if (ni != WLK_NIL) {
+		rc = wlk__name_touch(b, ni);
+		if (rc)
+			return rc;
+	} else {
 		rc = wlk__name_new(b, e->name, e->name_len, hash, &ni);
 		if (rc)
 			return rc;

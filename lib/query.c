@@ -140,7 +140,9 @@ static int copy_state(struct wlk__bucket *b, struct qbuf *q)
 		size_t off = q->names_used;
 		int rc;
 
-		if (WLK_WORD_STATE(n->word) != WLK_SLOT_USED)
+		/* Idle names have nothing to show. */
+		if (WLK_WORD_STATE(n->word) != WLK_SLOT_USED ||
+		    (n->h_head == WLK_NIL && n->q_head == WLK_NIL))
 			continue;
 		if (len > b->geo.max_name_len)
 			return wlk__corrupt(b);
@@ -192,7 +194,7 @@ static int snapshot_copy(struct wlk__bucket *b, struct qbuf *q)
 	size_t cids = uatomic_read(&h->n_clients) + QUERY_SLACK;
 
 	for (;;) {
-		struct wlk__wake wake = {0};
+		struct wlk__wake wake;
 		int rc = qbuf_alloc(q, names, ents, cids, b->geo.max_clients);
 
 		if (rc)

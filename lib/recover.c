@@ -63,16 +63,11 @@ static void rebuild_clients(struct wlk__bucket *b)
 	}
 }
 
-/* Names: re-hash every used entry; free lists come after the requests. */
+/* Names: clear derived fields, re-hash; their lists come after requests. */
 static void rebuild_names(struct wlk__bucket *b)
 {
-	uint32_t *heads = wlk__hash_heads(b);
-
-	for (uint32_t i = 0; i < b->geo.hash_buckets; i++)
-		heads[i] = WLK_NIL;
 	for (uint32_t i = 0; i < b->geo.max_names; i++) {
 		struct wlk_seg_name *n = wlk__name(b, i);
-		uint32_t *head;
 
 		wlk__name_reset(n);
 		if (WLK_WORD_STATE(n->word) != WLK_SLOT_USED)
@@ -83,9 +78,6 @@ static void rebuild_names(struct wlk__bucket *b)
 			continue;
 		}
 		n->hash = wlk__name_hash(b, wlk__name_bytes(n), n->len);
-		head = &heads[n->hash & (b->geo.hash_buckets - 1)];
-		n->chain = *head;
-		*head = i;
 	}
 }
 
@@ -175,42 +167,39 @@ static void rebuild_requests(struct wlk__bucket *b)
 	}
 }
 
-/* Names nobody refers to are freed; the rest are counted. */
-static void rebuild_name_free_list(struct wlk__bucket *b)
+/* Names nobody refers to are idle, in slot order; all are counted. */
+static void rebuild_name_lists(struct wlk__bucket *b)
 {
 	struct wlk_seg_header *h = b->hdr;
 	uint32_t *heads = wlk__hash_heads(b);
 
 	h->free_names = WLK_NIL;
+	h->idle_head = h->idle_tail = WLK_NIL;
 	h->n_names = 0;
 	h->name_bytes = 0;
-	for (uint32_t i = b->geo.max_names; i-- > 0;) {
-		struct wlk_seg_name *n = wlk__name(b, i);
-
-		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED) {
-			if (n->h_head != WLK_NIL || n->q_head != WLK_NIL) {
-				h->n_names++;
-				h->name_bytes += n->len;
-				continue;
-			}
-			n->word = WLK_WORD(WLK_WORD_GEN(n->word) + 1,
-					   WLK_SLOT_FREE);
-		}
-		n->chain = h->free_names;
-		h->free_names = i;
-	}
-	/* Re-hash: freeing entries above broke their chains. */
 	for (uint32_t i = 0; i < b->geo.hash_buckets; i++)
 		heads[i] = WLK_NIL;
-	for (uint32_t i = 0; i < b->geo.max_names; i++) {
+	for (uint32_t i = b->geo.max_names; i-- > 0;) {
 		struct wlk_seg_name *n = wlk__name(b, i);
 		uint32_t *head;
 
-		if (WLK_WORD_STATE(n->word) != WLK_SLOT_USED)
+		if (WLK_WORD_STATE(n->word) != WLK_SLOT_USED) {
+			n->chain = h->free_names;
+			h->free_names = i;
 			continue;
+		}
+		h->n_names++;
+		h->name_bytes += n->len;
 		head = &heads[n->hash & (b->geo.hash_buckets - 1)];
 		n->chain = *head;
 		*head = i;
+	}
+	for (uint32_t i = 0; i < b->geo.max_names; i++) {
+		struct wlk_seg_name *n = wlk__name(b, i);
+
+		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED &&
+		    n->h_head == WLK_NIL && n->q_head == WLK_NIL)
+			wlk__idle_append(b, i);
 	}
 }
 
@@ -232,7 +221,7 @@ int wlk__rebuild(struct wlk__bucket *b)
 	rebuild_clients(b);
 	rebuild_names(b);
 	rebuild_requests(b);
-	rebuild_name_free_list(b);
+	rebuild_name_lists(b);
 	return 0;
 }
 

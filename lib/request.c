@@ -60,7 +60,7 @@ static void watch_arm(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 static int watch_refresh(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 			 struct watch *w)
 {
-	struct wlk__wake wake = {0};
+	struct wlk__wake wake;
 	int rc = wlk__lock(b, &wake);
 
 	if (rc)
@@ -138,7 +138,7 @@ static int wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
 /* Give up on a request: abort it if still pending (spec 4.3). */
 static int give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 {
-	struct wlk__wake wake = {0};
+	struct wlk__wake wake;
 	int rc = wlk__lock(b, &wake);
 
 	if (rc)
@@ -150,7 +150,7 @@ static int give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 
 static int release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 {
-	struct wlk__wake wake = {0};
+	struct wlk__wake wake;
 	int rc = wlk__lock(b, &wake);
 
 	if (rc)
@@ -165,7 +165,7 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 		  const struct wlk_options *o, bool *got)
 {
 	struct wlk__bucket *b = m->b;
-	struct wlk__wake wake = {0};
+	struct wlk__wake wake;
 	struct wlk__enqueue e = {
 		.client = m->client,
 		.client_gen = m->client_gen,

@@ -22,7 +22,7 @@ int wlk__corrupt(struct wlk__bucket *b)
 
 uint64_t wlk__name_hash(struct wlk__bucket *b, const void *name, size_t len)
 {
-	return wlk__siphash(b->seg_key, name, len);
+	return wlk__siphash13(b->seg_key, name, len);
 }
 
 static uint32_t *chain_head(struct wlk__bucket *b, uint64_t hash)
@@ -63,6 +63,99 @@ void wlk__name_reset(struct wlk_seg_name *n)
 	n->q_head = n->q_tail = WLK_NIL;
 	n->h_head = n->h_tail = WLK_NIL;
 	n->n_excl = n->n_shared = n->n_pending = 0;
+	n->idle_prev = n->idle_next = WLK_NIL;
+}
+
+static bool idle(const struct wlk_seg_name *n)
+{
+	return n->h_head == WLK_NIL && n->q_head == WLK_NIL;
+}
+
+/* Append an unreferenced name to the idle list (most recently used). */
+void wlk__idle_append(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_header *h = b->hdr;
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t tail = h->idle_tail;
+
+	if (tail != WLK_NIL && tail >= b->geo.max_names) {
+		wlk__corrupt(b);
+		return;
+	}
+	n->idle_prev = tail;
+	n->idle_next = WLK_NIL;
+	if (tail == WLK_NIL)
+		h->idle_head = ni;
+	else
+		wlk__name(b, tail)->idle_next = ni;
+	h->idle_tail = ni;
+}
+
+static int idle_remove(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_header *h = b->hdr;
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t prev = n->idle_prev, next = n->idle_next;
+
+	if ((prev != WLK_NIL && prev >= b->geo.max_names) ||
+	    (next != WLK_NIL && next >= b->geo.max_names))
+		return wlk__corrupt(b);
+	if (prev == WLK_NIL)
+		h->idle_head = next;
+	else
+		wlk__name(b, prev)->idle_next = next;
+	if (next == WLK_NIL)
+		h->idle_tail = prev;
+	else
+		wlk__name(b, next)->idle_prev = prev;
+	n->idle_prev = n->idle_next = WLK_NIL;
+	return 0;
+}
+
+/* A request is about to refer to name @ni: it is idle no more. */
+int wlk__name_touch(struct wlk__bucket *b, uint32_t ni)
+{
+	return idle(wlk__name(b, ni)) ? idle_remove(b, ni) : 0;
+}
+
+/* The last request of a name went: keep the entry, idle. */
+void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
+{
+	if (idle(wlk__name(b, ni)))
+		wlk__idle_append(b, ni);
+}
+
+/* Free the least recently used idle name, for a new name to use. */
+static int name_evict(struct wlk__bucket *b)
+{
+	struct wlk_seg_header *h = b->hdr;
+	uint32_t ni = h->idle_head, *link;
+	struct wlk_seg_name *n;
+	int rc;
+
+	if (ni == WLK_NIL)
+		return WLK_EFULL;
+	if (ni >= b->geo.max_names)
+		return wlk__corrupt(b);
+	rc = idle_remove(b, ni);
+	if (rc)
+		return rc;
+	n = wlk__name(b, ni);
+	link = chain_head(b, n->hash);
+	for (uint32_t steps = 0; *link != ni; steps++) {
+		if (*link >= b->geo.max_names || steps >= b->geo.max_names)
+			return wlk__corrupt(b);
+		link = &wlk__name(b, *link)->chain;
+	}
+	*link = n->chain;
+	WLK_FAILPOINT(name_evict_after_unlink);
+	wlk__word_store(&n->word, WLK_WORD(WLK_WORD_GEN(n->word) + 1,
+					   WLK_SLOT_FREE));
+	n->chain = h->free_names;
+	h->free_names = ni;
+	wlk__count(&h->n_names, -1);
+	wlk__count64(&h->name_bytes, -(int64_t)n->len);
+	return 0;
 }
 
 /*
@@ -73,11 +166,16 @@ int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 		  uint64_t hash, uint32_t *out)
 {
 	struct wlk_seg_header *h = b->hdr;
-	uint32_t i = h->free_names, *head;
+	uint32_t i, *head;
 	struct wlk_seg_name *n;
 
-	if (i == WLK_NIL)
-		return WLK_EFULL;
+	if (h->free_names == WLK_NIL) {
+		int rc = name_evict(b);
+
+		if (rc)
+			return rc;
+	}
+	i = h->free_names;
 	if (i >= b->geo.max_names)
 		return wlk__corrupt(b);
 	n = wlk__name(b, i);
@@ -97,32 +195,6 @@ int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 	wlk__count64(&h->name_bytes, len);
 	*out = i;
 	return 0;
-}
-
-/* Free a name entry once no request refers to it. */
-void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
-{
-	struct wlk_seg_header *h = b->hdr;
-	struct wlk_seg_name *n = wlk__name(b, ni);
-	uint32_t *link = chain_head(b, n->hash);
-
-	if (n->h_head != WLK_NIL || n->q_head != WLK_NIL)
-		return;
-	for (uint32_t steps = 0; *link != ni; steps++) {
-		if (*link >= b->geo.max_names || steps >= b->geo.max_names) {
-			wlk__corrupt(b);
-			return;
-		}
-		link = &wlk__name(b, *link)->chain;
-	}
-	*link = n->chain;
-	WLK_FAILPOINT(name_put_after_unlink);
-	wlk__word_store(&n->word, WLK_WORD(WLK_WORD_GEN(n->word) + 1,
-					   WLK_SLOT_FREE));
-	n->chain = h->free_names;
-	h->free_names = ni;
-	wlk__count(&h->n_names, -1);
-	wlk__count64(&h->name_bytes, -(int64_t)n->len);
 }
 
 /* Pop a free request slot; WLK_NIL when the table is full (or corrupt). */

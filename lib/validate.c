@@ -24,6 +24,7 @@ struct vctx {
 	struct wlk__bucket *b;
 	unsigned int count;
 	uint8_t *seen; /* per request slot: listed once */
+	uint8_t *idle_seen; /* per name slot: on the idle list */
 	char (*msgs)[REPORT_LEN];
 };
 
@@ -216,8 +217,9 @@ static void check_name(struct vctx *v, uint32_t ni, uint64_t *bytes)
 	if (ex > 1 || (ex && sh))
 		bad(v, "name %u: %u exclusive and %u shared holders", ni, ex,
 		    sh);
-	if (!ex && !sh && !q)
-		bad(v, "name %u: in use but nothing refers to it", ni);
+	if ((!ex && !sh && !q) != v->idle_seen[ni])
+		bad(v, "name %u: %s the idle list", ni,
+		    v->idle_seen[ni] ? "referenced, yet on" : "idle, not on");
 	/* Process the lock request queue must have run to completion. */
 	if (n->q_head < b->geo.max_requests) {
 		const struct wlk_seg_request *head = wlk__req(b, n->q_head);
@@ -228,12 +230,36 @@ static void check_name(struct vctx *v, uint32_t ni, uint64_t *bytes)
 	}
 }
 
+/* The idle list: used names, each once, linked both ways. */
+static void check_idle(struct vctx *v)
+{
+	struct wlk__bucket *b = v->b;
+	uint32_t i = b->hdr->idle_head, prev = WLK_NIL, n = 0;
+
+	for (; i != WLK_NIL; prev = i, i = wlk__name(b, i)->idle_next) {
+		if (i >= b->geo.max_names || n++ >= b->geo.max_names) {
+			bad(v, "idle list: bad index or cycle at %u", i);
+			return;
+		}
+		if (WLK_WORD_STATE(wlk__name(b, i)->word) != WLK_SLOT_USED)
+			bad(v, "idle list: name %u is not in use", i);
+		if (wlk__name(b, i)->idle_prev != prev)
+			bad(v, "idle list: name %u prev %u, want %u", i,
+			    wlk__name(b, i)->idle_prev, prev);
+		if (v->idle_seen[i]++)
+			bad(v, "idle list: name %u twice", i);
+	}
+	if (b->hdr->idle_tail != prev)
+		bad(v, "idle list: tail %u, want %u", b->hdr->idle_tail, prev);
+}
+
 static void check_names(struct vctx *v)
 {
 	struct wlk__bucket *b = v->b;
 	uint32_t used = 0, chained = 0;
 	uint64_t bytes = 0;
 
+	check_idle(v);
 	for (uint32_t i = 0; i < b->geo.max_names; i++) {
 		uint32_t s = WLK_WORD_STATE(wlk__name(b, i)->word);
 
@@ -328,12 +354,13 @@ static void validate_locked(struct vctx *v)
 int wlk__validate(struct wlk__bucket *b, wlk_violation_cb cb, void *arg)
 {
 	struct vctx v = {.b = b};
-	struct wlk__wake wake = {0};
+	struct wlk__wake wake;
 	int rc;
 
 	v.seen = calloc(b->geo.max_requests, 1);
+	v.idle_seen = calloc(b->geo.max_names, 1);
 	v.msgs = calloc(REPORT_KEPT, sizeof(*v.msgs));
-	rc = v.seen && v.msgs ? wlk__lock(b, &wake) : -ENOMEM;
+	rc = v.seen && v.idle_seen && v.msgs ? wlk__lock(b, &wake) : -ENOMEM;
 	if (!rc) {
 		validate_locked(&v);
 		wlk__unlock(b, &wake);
@@ -351,6 +378,7 @@ int wlk__validate(struct wlk__bucket *b, wlk_violation_cb cb, void *arg)
 		rc = v.count ? WLK_ECORRUPT : 0;
 	}
 	free(v.seen);
+	free(v.idle_seen);
 	free(v.msgs);
 	return rc;
 }

@@ -12,6 +12,8 @@
 
 /* The bucket that the script creates (segment_create_mid). */
 #define FRESH "fresh"
+/* A bucket with room for one name: a second name evicts the first. */
+#define TINY "tiny"
 /* How long the script waits for the parent at each stage. */
 #define STAGE_MS (3 * T_WAIT_MS)
 
@@ -107,6 +109,7 @@ static int child_script(void *arg)
 {
 	struct fp_run *r = arg;
 	struct wlk_manager_options fresh = { .bucket = FRESH };
+	struct wlk_manager_options tiny = { .bucket = TINY, .max_names = 1 };
 	struct wlk_manager *m1 = NULL, *m2 = NULL, *mf = NULL;
 	struct wlk_lock *lx = NULL, *ls1 = NULL, *ls2 = NULL, *l = NULL;
 	struct wlk_options o;
@@ -152,14 +155,22 @@ static int child_script(void *arg)
 	T_CHILD_CHECK(wlk_release(lx) == 0, 26);
 	T_CHILD_CHECK(say(&r->k, 'r') == 0, 27);
 
-	/* Our two managers contend; the name is freed after:
-	 * name_put_after_unlink. */
+	/* Our two managers contend for "y". */
 	T_CHILD_CHECK(wlk_acquire(m1, "y", 1, NULL, &l) == 0, 28);
 	T_CHILD_CHECK(side_start(&t, m2, "y", NULL, true) == 0, 29);
 	T_CHILD_CHECK(t_wait_pending(m1, "y", 1, 1), 30);
 	T_CHILD_CHECK(wlk_release(l) == 0, 31);
 	pthread_join(t.th, NULL);
 	T_CHILD_CHECK(t.rc == 0 && t.rel_rc == 0, 32);
+
+	/* A full name table: the idle "a" makes room for "b":
+	 * name_evict_after_unlink. */
+	T_CHILD_CHECK(wlk_manager_open(t_origin, &tiny, &mf) == 0, 46);
+	T_CHILD_CHECK(wlk_acquire(mf, "a", 1, NULL, &l) == 0, 47);
+	T_CHILD_CHECK(wlk_release(l) == 0, 48);
+	T_CHILD_CHECK(wlk_acquire(mf, "b", 1, NULL, &l) == 0, 49);
+	T_CHILD_CHECK(wlk_release(l) == 0, 50);
+	wlk_manager_close(mf);
 
 	/* Close a manager that holds "d" (the parent waits for it) and has
 	 * a request queued: drop_client_mid. */
@@ -309,7 +320,7 @@ static char expected_stage(const char *point)
 		{ "steal_mid", 'x' },
 		{ "unqueue_after_remove", 'x' },
 		{ "release_after_ungrant", 'x' },
-		{ "name_put_after_unlink", 'r' },
+		{ "name_evict_after_unlink", 'r' },
 		{ "drop_client_mid", 'd' },
 		{ "reap_after_free", 'h' },
 		{ "recover_mid", 'k' },
@@ -350,6 +361,7 @@ static void sweep(const char *point)
 	m = t_open();
 	m2 = t_open();
 	t_track_bucket(t_origin, FRESH, NULL);
+	t_track_bucket(t_origin, TINY, NULL);
 	pid = fork_linked(child_script, &r, &r.k);
 	while ((c = t_get_byte(r.k.up.rd)) >= 0 && c != 'e') {
 		stage = (char)c;
