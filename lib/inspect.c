@@ -28,16 +28,27 @@ static bool str_eq(const char *field, uint32_t len, size_t cap,
 	return len < cap && len == strlen(want) && !memcmp(field, want, len);
 }
 
-/* "wlk<version>-<euid>-": the prefix of every segment of ours. */
-static void our_prefix(char *buf, size_t size)
+/*
+ * Whether a file name is a segment name of ours, of any layout version:
+ * "wlk<digits>-<euid>-<hash>". Another version's segment is listed too;
+ * opening it gives WLK_EFORMAT.
+ */
+static bool ours(const char *name)
 {
-	snprintf(buf, size, "wlk%u-%u-", WLK_LAYOUT_VERSION,
-		 (unsigned int)geteuid());
+	char uid[24];
+	const char *p = name + 3;
+
+	if (strncmp(name, "wlk", 3) || !(*p >= '0' && *p <= '9'))
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	snprintf(uid, sizeof(uid), "-%u-", (unsigned int)geteuid());
+	return !strncmp(p, uid, strlen(uid));
 }
 
 WLK_EXPORT int wlk_inspect_list(wlk_inspect_list_cb cb, void *arg)
 {
-	char prefix[32], path[sizeof(SHM_DIR) + 256 + 1];
+	char path[sizeof(SHM_DIR) + 256 + 1];
 	struct dirent *d;
 	DIR *dir;
 	int rc = 0;
@@ -47,11 +58,10 @@ WLK_EXPORT int wlk_inspect_list(wlk_inspect_list_cb cb, void *arg)
 	dir = opendir(SHM_DIR);
 	if (!dir)
 		return wlk__errno(errno);
-	our_prefix(prefix, sizeof(prefix));
 	while (!rc && (d = readdir(dir))) {
 		struct stat st;
 
-		if (strncmp(d->d_name, prefix, strlen(prefix)) != 0)
+		if (!ours(d->d_name))
 			continue;
 		snprintf(path, sizeof(path), SHM_DIR "/%s", d->d_name);
 		if (lstat(path, &st) || !S_ISREG(st.st_mode) ||
@@ -92,8 +102,10 @@ static int map_segment(struct wlk_inspect *in, unsigned int flags)
 	struct stat st;
 	int rc;
 
+	/* O_NONBLOCK: a FIFO planted under a segment's name must not hang
+	 * the inspector; a regular file ignores the flag. */
 	in->b.fd = open(in->path, (rw ? O_RDWR : O_RDONLY) | O_NOFOLLOW |
-					  O_CLOEXEC);
+					  O_CLOEXEC | O_NONBLOCK);
 	if (in->b.fd < 0)
 		return wlk__errno(errno);
 	if (fstat(in->b.fd, &st) < 0)

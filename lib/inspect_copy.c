@@ -148,10 +148,26 @@ static int copy_names(struct wlk__bucket *b, struct snap *s)
 	}
 	/* Stolen requests are in no list; their names may be gone. */
 	for (uint32_t i = 0; i < b->geo.max_requests; i++) {
-		uint32_t w = load32(&wlk__req(b, i)->word);
+		struct wlk_seg_request *r = wlk__req(b, i);
+		uint32_t w = load32(&r->word), ni = r->name, len;
+		size_t off = SIZE_MAX;
 
-		if (WLK_WORD_STATE(w) == WLK_SLOT_STOLEN &&
-		    add_req(b, s, i, SIZE_MAX, 0, WLK_REQ_STOLEN, 0))
+		if (WLK_WORD_STATE(w) != WLK_SLOT_STOLEN)
+			continue;
+		len = ni < b->geo.max_names ? wlk__name(b, ni)->len : 0;
+		if (ni < b->geo.max_names && len <= b->geo.max_name_len &&
+		    load32(&wlk__name(b, ni)->word) ==
+			    WLK_WORD(r->name_gen, WLK_SLOT_USED)) {
+			if (s->names_cap - s->names_used < (size_t)len + 1)
+				return -ENOSPC;
+			off = s->names_used;
+			memcpy(s->names + off, wlk__name_bytes(wlk__name(b, ni)),
+			       len);
+			s->names[off + len] = '\0';
+			s->names_used += (size_t)len + 1;
+		}
+		if (add_req(b, s, i, off, off == SIZE_MAX ? 0 : len,
+			    WLK_REQ_STOLEN, 0))
 			return -ENOSPC;
 	}
 	return 0;

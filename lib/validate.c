@@ -336,6 +336,11 @@ int wlk__validate(struct wlk__bucket *b, bool lock, wlk_violation_cb cb,
 	v.seen = calloc(b->geo.max_requests, 1);
 	v.msgs = calloc(REPORT_KEPT, sizeof(*v.msgs));
 	rc = !v.seen || !v.msgs ? -ENOMEM : lock ? wlk__lock(b, &wake) : 0;
+	if (rc == WLK_ECORRUPT && cb)
+		cb(uatomic_read(&b->hdr->seg_state) == WLK_SEG_POISONED
+			   ? "segment poisoned: found unrepairable"
+			   : "segment mutex unusable, or repair failed",
+		   arg);
 	if (!rc) {
 		validate_locked(&v);
 		if (lock)

@@ -149,7 +149,7 @@ struct wlk_inspect_client {
  * struct wlk_inspect_request - a held, pending or stolen request.
  * @slot:         its slot in the request table.
  * @name:         the lock name (NUL-terminated after @name_len bytes), or
- *                NULL for a stolen request whose name is gone.
+ *                NULL for a stolen request whose name entry was reused.
  * @name_len:     length of @name.
  * @mode:         %WLK_EXCLUSIVE or %WLK_SHARED.
  * @state:        held, pending or stolen.
@@ -208,8 +208,9 @@ typedef int (*wlk_inspect_list_cb)(const char *path, void *arg);
 
 /**
  * wlk_inspect_list() - Find this user's weblocks segments.
- * @cb:  called once per segment file of this layout version owned by the
- *       effective user, in no particular order.
+ * @cb:  called once per segment file owned by the effective user, of any
+ *       layout version (opening another version's gives %WLK_EFORMAT), in
+ *       no particular order.
  * @arg: passed to @cb.
  *
  * Context: thread-safe; reads /dev/shm.
@@ -284,8 +285,13 @@ WLK_EXPORT void wlk_inspect_close(struct wlk_inspect *in);
  * Context: thread-safe; with %WLK_INSPECT_LOCKED takes the segment mutex
  * briefly.
  *
- * Return: 0, %WLK_EINVAL, -ENOMEM, or (locked) %WLK_ECORRUPT if the segment
- * is poisoned or fails repair.
+ * Return: 0, %WLK_EINVAL, -ENOMEM, or %WLK_ECORRUPT: locked, the segment is
+ * poisoned or fails repair; unlocked, its lists hold more entries than its
+ * tables can (it is being scribbled on).
+ *
+ * With %WLK_INSPECT_LOCKED this waits for the segment mutex for as long as
+ * its holder keeps it (a holder stopped with SIGSTOP blocks it). A SIGBUS
+ * raised inside (see OVERVIEW) leaves what the call allocated behind.
  */
 WLK_EXPORT WLK_WARN_UNUSED int
 wlk_inspect_snapshot(struct wlk_inspect *in,
