@@ -5,9 +5,11 @@
 #ifndef WLK_INTERNAL_H
 #define WLK_INTERNAL_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <urcu/urcu-bp.h> /* the flavour must precede rculfhash.h */
 #include <urcu/rculfhash.h>
@@ -234,6 +236,10 @@ void wlk__generation_name(char *dst, const char *base, unsigned int gen)
 	WLK_INTERNAL;
 
 /* segment.c */
+#define WLK__SEG_BROKEN (-EBADMSG) /* header geometry does not add up */
+int wlk__header_check(struct wlk__bucket *b, size_t file_size) WLK_INTERNAL;
+int wlk__ofd_lock(int fd, short type, off_t byte, bool wait) WLK_INTERNAL;
+bool wlk__same_pidns(const struct wlk_seg_header *h) WLK_INTERNAL;
 int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
 			const struct wlk_manager_options *o) WLK_INTERNAL;
 void wlk__segment_detach(struct wlk__bucket *b) WLK_INTERNAL;
@@ -326,7 +332,7 @@ void wlk__anchor_after_fork_parent(void) WLK_INTERNAL;
 void wlk__anchor_after_fork_child(void) WLK_INTERNAL;
 
 /* validate.c */
-int wlk__validate(struct wlk__bucket *b, wlk_violation_cb cb,
+int wlk__validate(struct wlk__bucket *b, bool lock, wlk_violation_cb cb,
 		  void *arg) WLK_INTERNAL;
 
 /* recover.c */

@@ -30,7 +30,7 @@
  * openers move on to the next generation).
  */
 #define SEG_FOREIGN (-EXDEV)
-#define SEG_BROKEN (-EBADMSG)
+#define SEG_BROKEN WLK__SEG_BROKEN
 /* A stale generation with a later one after it: never re-created. */
 #define SEG_SUPERSEDED (-ESTALE)
 
@@ -74,7 +74,7 @@ static int geo_compute(uint32_t names, uint32_t requests, uint32_t name_len,
 	return 0;
 }
 
-static int ofd_lock(int fd, short type, off_t byte, bool wait)
+int wlk__ofd_lock(int fd, short type, off_t byte, bool wait)
 {
 	struct flock fl = {
 		.l_type = type,
@@ -192,14 +192,22 @@ static bool ident_eq(const char *field, uint32_t len, size_t cap,
 	return len < cap && len == strlen(want) && !memcmp(field, want, len);
 }
 
-/* Check an existing segment's header; on success b->geo is set. */
-static int validate(struct wlk__bucket *b, const char *origin,
-		    const struct wlk_manager_options *o, size_t file_size)
+/*
+ * wlk__header_check() - the header of a mapped segment of @file_size
+ * bytes: magic, format, owner and geometry (offsets and sizes recomputed
+ * from the capacities, never taken on trust). On success b->geo and
+ * b->seg_key are set from it.
+ * Return: 0, WLK_ECORRUPT (no segment), WLK_EFORMAT (another layout or
+ * ABI), WLK_ESECURITY (another owner), or WLK__SEG_BROKEN (the geometry
+ * does not add up).
+ */
+int wlk__header_check(struct wlk__bucket *b, size_t file_size)
 {
 	const struct wlk_seg_header *h = b->hdr;
 	struct wlk__geo g;
-	uint64_t dev, ino;
 
+	if (file_size < WLK_HEADER_SIZE || file_size > MAX_SEGMENT_SIZE)
+		return WLK_ECORRUPT;
 	cmm_smp_rmb();
 	if (memcmp(h->magic, WLK_SEG_MAGIC, WLK_SEG_MAGIC_LEN) != 0)
 		return WLK_ECORRUPT;
@@ -208,13 +216,6 @@ static int validate(struct wlk__bucket *b, const char *origin,
 		return WLK_EFORMAT;
 	if (h->creator_uid != (uint32_t)geteuid())
 		return WLK_ESECURITY;
-	/* Robust mutex owners are namespace-local thread ids. */
-	pidns_id(&dev, &ino);
-	if ((h->pidns_dev || h->pidns_ino) &&
-	    (dev != h->pidns_dev || ino != h->pidns_ino))
-		return WLK_ESECURITY;
-	if (uatomic_read(&h->seg_state) == WLK_SEG_POISONED)
-		return SEG_BROKEN;
 	if (geo_compute(h->max_names, h->max_requests, h->max_name_len, &g) ||
 	    g.size != h->segment_size || g.size != file_size ||
 	    g.name_stride != h->name_stride ||
@@ -224,14 +225,41 @@ static int validate(struct wlk__bucket *b, const char *origin,
 	    h->off_names != g.off_names || h->off_requests != g.off_requests ||
 	    h->off_hash != g.off_hash)
 		return SEG_BROKEN;
+	b->geo = g;
+	memcpy(b->seg_key, h->seg_key, sizeof(b->seg_key));
+	return 0;
+}
+
+/* Whether this process is in the PID namespace that created the segment. */
+bool wlk__same_pidns(const struct wlk_seg_header *h)
+{
+	uint64_t dev, ino;
+
+	pidns_id(&dev, &ino);
+	return (!h->pidns_dev && !h->pidns_ino) ||
+	       (dev == h->pidns_dev && ino == h->pidns_ino);
+}
+
+/* Check an existing segment before attaching to it. */
+static int validate(struct wlk__bucket *b, const char *origin,
+		    const struct wlk_manager_options *o, size_t file_size)
+{
+	const struct wlk_seg_header *h = b->hdr;
+	int rc = wlk__header_check(b, file_size);
+
+	if (rc)
+		return rc;
+	/* Robust mutex owners are namespace-local thread ids. */
+	if (!wlk__same_pidns(h))
+		return WLK_ESECURITY;
+	if (uatomic_read(&h->seg_state) == WLK_SEG_POISONED)
+		return SEG_BROKEN;
 	if (!ident_eq(h->origin, h->origin_len, sizeof(h->origin), origin) ||
 	    !ident_eq(h->bucket, h->bucket_len, sizeof(h->bucket),
 		      o && o->bucket ? o->bucket : DEFAULT_BUCKET) ||
 	    !ident_eq(h->partition, h->partition_len, sizeof(h->partition),
 		      o && o->partition ? o->partition : ""))
 		return SEG_FOREIGN;
-	b->geo = g;
-	memcpy(b->seg_key, h->seg_key, sizeof(b->seg_key));
 	return 0;
 }
 
@@ -241,7 +269,7 @@ static int attach_existing(struct wlk__bucket *b, const char *origin,
 	struct stat st;
 	int rc;
 
-	rc = ofd_lock(b->fd, F_RDLCK, WLK_LOCK_ATTACH, false);
+	rc = wlk__ofd_lock(b->fd, F_RDLCK, WLK_LOCK_ATTACH, false);
 	if (rc)
 		return rc == -EBUSY ? WLK_ECORRUPT : rc;
 	if (fstat(b->fd, &st) < 0)
@@ -334,12 +362,12 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 	rc = check_file(b->fd, perm, &b->mode);
 	if (rc)
 		return rc;
-	rc = ofd_lock(b->fd, F_WRLCK, WLK_LOCK_INIT, true);
+	rc = wlk__ofd_lock(b->fd, F_WRLCK, WLK_LOCK_INIT, true);
 	if (rc)
 		return rc;
 	if (!name_is_fd(b->shm_name, b->fd))
 		return -EAGAIN; /* unlinked between open and lock */
-	rc = ofd_lock(b->fd, F_WRLCK, WLK_LOCK_ATTACH, false);
+	rc = wlk__ofd_lock(b->fd, F_WRLCK, WLK_LOCK_ATTACH, false);
 	if (rc == 0 && superseded(b, gen)) {
 		/* Its successor may be in use: re-creating this one would
 		 * split the bucket in two. */
@@ -348,12 +376,12 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 		/* Nobody is attached: whatever is there is stale. */
 		rc = create(b, origin, o, g);
 		if (!rc)
-			rc = ofd_lock(b->fd, F_RDLCK, WLK_LOCK_ATTACH, false);
+			rc = wlk__ofd_lock(b->fd, F_RDLCK, WLK_LOCK_ATTACH, false);
 	} else if (rc == -EBUSY) {
 		rc = attach_existing(b, origin, o);
 	}
 	if (!rc)
-		rc = ofd_lock(b->fd, F_UNLCK, WLK_LOCK_INIT, false);
+		rc = wlk__ofd_lock(b->fd, F_UNLCK, WLK_LOCK_INIT, false);
 	return rc;
 }
 
@@ -422,9 +450,9 @@ static int remove_one(const char *shm_name)
 		return errno == EACCES ? WLK_ESECURITY : wlk__errno(errno);
 	rc = check_file(fd, ALLOWED_MODE, &mode);
 	if (!rc)
-		rc = ofd_lock(fd, F_WRLCK, WLK_LOCK_INIT, true);
+		rc = wlk__ofd_lock(fd, F_WRLCK, WLK_LOCK_INIT, true);
 	if (!rc)
-		rc = ofd_lock(fd, F_WRLCK, WLK_LOCK_ATTACH, false);
+		rc = wlk__ofd_lock(fd, F_WRLCK, WLK_LOCK_ATTACH, false);
 	if (!rc && !name_is_fd(shm_name, fd))
 		rc = -ENOENT; /* somebody else removed it first */
 	if (!rc && shm_unlink(shm_name) < 0)

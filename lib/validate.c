@@ -347,11 +347,13 @@ static void validate_locked(struct vctx *v)
 }
 
 /*
- * wlk__validate() - check every invariant of @b under its mutex, then
- * report each violation to @cb (after unlocking).
+ * wlk__validate() - check every invariant of @b, under its mutex if @lock
+ * (otherwise racing writers may show as violations), then report each
+ * violation to @cb (after unlocking).
  * Return: 0, WLK_ECORRUPT if anything was violated, or another error.
  */
-int wlk__validate(struct wlk__bucket *b, wlk_violation_cb cb, void *arg)
+int wlk__validate(struct wlk__bucket *b, bool lock, wlk_violation_cb cb,
+		  void *arg)
 {
 	struct vctx v = {.b = b};
 	struct wlk__wake wake;
@@ -360,10 +362,18 @@ int wlk__validate(struct wlk__bucket *b, wlk_violation_cb cb, void *arg)
 	v.seen = calloc(b->geo.max_requests, 1);
 	v.idle_seen = calloc(b->geo.max_names, 1);
 	v.msgs = calloc(REPORT_KEPT, sizeof(*v.msgs));
-	rc = v.seen && v.idle_seen && v.msgs ? wlk__lock(b, &wake) : -ENOMEM;
+	rc = !v.seen || !v.idle_seen || !v.msgs ? -ENOMEM
+	     : lock			    ? wlk__lock(b, &wake)
+					    : 0;
+	if (rc == WLK_ECORRUPT && cb)
+		cb(uatomic_read(&b->hdr->seg_state) == WLK_SEG_POISONED
+			   ? "segment poisoned: found unrepairable"
+			   : "segment mutex unusable, or repair failed",
+		   arg);
 	if (!rc) {
 		validate_locked(&v);
-		wlk__unlock(b, &wake);
+		if (lock)
+			wlk__unlock(b, &wake);
 		for (unsigned int i = 0; cb && i < v.count; i++) {
 			if (i == REPORT_KEPT) {
 				char more[REPORT_LEN];
@@ -392,7 +402,7 @@ WLK_EXPORT int wlk_manager_validate(struct wlk_manager *m, wlk_violation_cb cb,
 		return WLK_EINVAL;
 	if (!wlk__manager_enter(m))
 		return WLK_ESTATE;
-	rc = wlk__validate(m->b, cb, arg);
+	rc = wlk__validate(m->b, true, cb, arg);
 	wlk__manager_leave(m);
 	return rc;
 }
