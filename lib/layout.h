@@ -61,7 +61,7 @@
 #include <stdint.h>
 
 /* Bump on any change to this file; it is part of the segment name too. */
-#define WLK_LAYOUT_VERSION 1u
+#define WLK_LAYOUT_VERSION 2u
 #define WLK_SEG_MAGIC "WEBLOCKS"
 #define WLK_SEG_MAGIC_LEN 8
 #define WLK_CACHELINE 64u
@@ -90,6 +90,9 @@ enum wlk_slot_state {
 	WLK_SLOT_HELD = 3,    /* requests: in the held set */
 	WLK_SLOT_STOLEN = 4,  /* requests: stolen, until the holder releases */
 };
+
+/* wlk_seg_request.flags */
+#define WLK_REQF_ASYNC 0x1u /* its waiter polls a doorbell, not the word */
 
 /* wlk_seg_header.seg_state */
 enum wlk_seg_state {
@@ -202,7 +205,8 @@ struct wlk_seg_client {
 	uint32_t id_len;    /* [M] <= WLK_CLIENT_ID_MAX */
 	uint64_t opened_ns; /* [M] CLOCK_REALTIME (diagnostics) */
 	char id[128];       /* [M] WLK_CLIENT_ID_MAX + 1 */
-	uint8_t pad[32];
+	uint64_t doorbell;  /* [M] its doorbell socket (async.c), 0: none */
+	uint8_t pad[24];
 };
 
 /* A name entry exists while some request (held or pending) refers to it. */
@@ -226,7 +230,8 @@ struct wlk_seg_name {
 struct wlk_seg_request {
 	uint32_t word;       /* [F][M] gen | FREE/PENDING/HELD/STOLEN */
 	uint8_t mode;        /* [M] enum wlk_mode */
-	uint8_t pad0[3];
+	uint8_t flags;       /* [M] WLK_REQF_* */
+	uint8_t pad0[2];
 	uint32_t client;     /* [M] requesting client */
 	uint32_t client_gen; /* [M] */
 	uint32_t name;       /* [M] name entry */

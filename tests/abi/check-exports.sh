@@ -6,7 +6,7 @@ set -eu
 
 libdir=${WLK_LIBDIR:-lib/.libs}
 symfile=${WLK_SYMFILE:-lib/libweblocks.sym}
-header=${WLK_HEADER:-$(dirname "$symfile")/../include/weblocks.h}
+incdir=${WLK_INCLUDEDIR:-$(dirname "$symfile")/../include}
 so=$libdir/libweblocks.so
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -18,7 +18,8 @@ nm -D --defined-only "$so" | awk '$2 == "T" || $2 == "D" || $2 == "B" { sub(/@.*
 sed -n 's/^[[:space:]]*\(wlk_[a-z_0-9]*\);$/\1/p' "$symfile" | sort -u >"$tmp/script"
 # Exported functions are declared after WLK_EXPORT, possibly on the next line.
 awk '/WLK_EXPORT/ { grab = 1 } grab && match($0, /wlk_[a-z_0-9]+\(/) {
-	print substr($0, RSTART, RLENGTH - 1); grab = 0 }' "$header" |
+	print substr($0, RSTART, RLENGTH - 1); grab = 0 }' \
+	"$incdir/weblocks.h" "$incdir"/weblocks/*.h |
 	sort -u >"$tmp/header"
 
 status=0
