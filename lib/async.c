@@ -112,7 +112,7 @@ WLK_EXPORT int wlk_manager_fd(struct wlk_manager *m)
 	return rc ? rc : a->epfd;
 }
 
-/* The signal's event descriptor, created once; -1 if that failed. */
+/* The signal's event descriptor, created once; or a negative errno. */
 static int signal_fd(struct wlk_signal *s)
 {
 	int fd = uatomic_read(&s->efd), mine;
@@ -121,7 +121,7 @@ static int signal_fd(struct wlk_signal *s)
 		return fd;
 	mine = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (mine < 0)
-		return -1;
+		return wlk__errno(errno);
 	fd = uatomic_cmpxchg(&s->efd, -1, mine);
 	if (fd != -1) {
 		close(mine); /* another thread won */
@@ -213,7 +213,7 @@ WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
 	if (!rc && r->sig) {
 		int fd = signal_fd(r->sig);
 
-		rc = fd < 0 ? -ENOMEM : wlk__epoll_add(a->epfd, fd,
+		rc = fd < 0 ? fd : wlk__epoll_add(a->epfd, fd,
 						 EPOLLIN | EPOLLET);
 	}
 	if (!rc)

@@ -84,6 +84,9 @@ static void settle(struct wlk_manager *m, struct wlk_async *r, uint64_t now)
 		settle_as(r, WLK_ESTATE); /* dropped: the manager closed */
 		return;
 	}
+	/* Granted in time, noticed late: the deadline does not apply. */
+	if (why == WLK_ETIMEDOUT)
+		why = 0;
 	/* Spec 4.4 step 14.1: aborted before the callback runs. */
 	if (why) {
 		wlk__release_slot(b, r->l->slot, gen);

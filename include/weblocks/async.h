@@ -145,9 +145,11 @@ WLK_EXPORT int wlk_manager_fd(struct wlk_manager *m);
  *
  * Drains the descriptor, completes requests that were granted, aborted,
  * cancelled or timed out, notices stolen locks and dead blockers, and runs
- * the callbacks, in order of completion, on the calling thread, without any
- * library lock held (a callback may request, release, query, cancel, and
- * dispatch again). Never blocks on other lock holders.
+ * the callbacks on the calling thread with no library lock held (a callback
+ * may request, release, query, cancel, and dispatch again): the requests'
+ * callbacks in the order the requests were made, then the stolen-lock
+ * callbacks. Never blocks on other lock holders. A deadline that passed
+ * after the request was granted does not count: it completes granted.
  *
  * Context: thread-safe (concurrent dispatchers share the callbacks out).
  *
