@@ -10,9 +10,10 @@ set -euo pipefail
 
 srcdir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-# Debian packages the build needs; installed only when missing.
+# Debian packages the build needs (libuv1-dev only for examples/libuv);
+# installed only when missing.
 packages=(build-essential autoconf automake libtool pkg-config liburcu-dev
-	libcriterion-dev)
+	libcriterion-dev libuv1-dev)
 
 install_missing() {
 	local missing=() p sudo=()

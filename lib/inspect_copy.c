@@ -192,7 +192,7 @@ static int raw_alloc(struct wlk__bucket *b, struct snap *s, size_t reqs,
 
 static int copy_once(struct wlk__bucket *b, struct snap *s, bool lock)
 {
-	struct wlk__wake wake = {0};
+	struct wlk__wake wake;
 	int rc;
 
 	s->mutex = load32((const uint32_t *)&b->hdr->sync.mutex);

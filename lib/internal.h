@@ -13,9 +13,11 @@
 
 #include <urcu/urcu-bp.h> /* the flavour must precede rculfhash.h */
 #include <urcu/rculfhash.h>
+#include <urcu/list.h>
 #include <urcu/uatomic.h>
 
 #include "weblocks.h"
+#include "weblocks/async.h"
 #include "layout.h"
 #include "failpoint.h"
 
@@ -96,6 +98,8 @@ struct wlk_manager {
 	uint32_t client;         /* client slot and its gen */
 	uint32_t client_gen;
 	char client_id[WLK_CLIENT_ID_MAX + 1];
+	pthread_mutex_t amu;     /* guards actx and what hangs off it */
+	struct wlk__actx *actx;  /* async state (async.c), NULL until used */
 };
 
 /* struct wlk_lock: a granted request, owned by the caller. */
@@ -105,6 +109,11 @@ struct wlk_lock {
 	uint32_t gen;
 	enum wlk_mode mode;
 	uint64_t token;
+	/* wlk_lock_on_stolen(), under m->amu */
+	struct cds_list_head watch;
+	bool watched;
+	wlk_stolen_cb on_stolen;
+	void *stolen_arg;
 	size_t name_len;
 	char name[]; /* name_len bytes + NUL */
 };
@@ -113,6 +122,7 @@ struct wlk_lock {
 struct wlk_signal {
 	int reason;    /* [A] 0 until aborted */
 	uint32_t word; /* futex: bumped on abort */
+	int efd;       /* [A] eventfd for event loops (async.c), or -1 */
 };
 
 /* Waiters to wake once the segment mutex is released. */
@@ -124,6 +134,9 @@ struct wlk__wake {
 	/* Reaped agents whose lifelines this thread owns until the flush. */
 	uint32_t n_reaped;
 	uint32_t reaped[WLK_REAP_BATCH];
+	/* Doorbells of clients whose requests changed (async.c). */
+	uint32_t n_bells;
+	uint64_t bells[WLK_WAKE_BATCH];
 };
 
 /* Typed access to the tables. Callers bound the index first. */
@@ -219,7 +232,8 @@ int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
 void wlk__unlock(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
 void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 	WLK_INTERNAL;
-void wlk__wake_add(struct wlk__wake *wake, uint32_t r) WLK_INTERNAL;
+void wlk__wake_add(struct wlk__bucket *b, struct wlk__wake *wake, uint32_t r)
+	WLK_INTERNAL;
 int wlk__mutex_init(pthread_mutex_t *mu) WLK_INTERNAL;
 
 /*
@@ -280,6 +294,7 @@ uint64_t wlk__name_hash(struct wlk__bucket *b, const void *name,
 /* queue.c and ops.c: the spec's algorithms; all under the segment mutex. */
 struct wlk__enqueue {
 	uint32_t client, client_gen;
+	uint8_t flags; /* WLK_REQF_* */
 	const void *name;
 	uint32_t name_len;
 	enum wlk_mode mode;
@@ -312,6 +327,28 @@ void wlk__drop_client(struct wlk__bucket *b, uint32_t c,
 		      struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__steal_apply(struct wlk__bucket *b, uint32_t r,
 		     struct wlk__wake *wake) WLK_INTERNAL;
+
+/* doorbell.c */
+int wlk__bell_open(uint64_t *id) WLK_INTERNAL;
+void wlk__bell_ring(uint64_t id) WLK_INTERNAL;
+void wlk__bell_drain(int fd) WLK_INTERNAL;
+
+/* request.c */
+int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,
+		       const struct wlk_options *o) WLK_INTERNAL;
+struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
+			       size_t len, enum wlk_mode mode) WLK_INTERNAL;
+
+/* async.c */
+void wlk__async_close(struct wlk_manager *m) WLK_INTERNAL;
+void wlk__async_unwatch(struct wlk_lock *l) WLK_INTERNAL;
+int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
+	WLK_INTERNAL;
+int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
+	WLK_INTERNAL;
+bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
+			struct wlk__wake *wake, uint32_t *agents,
+			unsigned int max, unsigned int *n) WLK_INTERNAL;
 
 /* reap.c */
 uint32_t *wlk__lifeline_word(struct wlk__bucket *b, uint32_t ai) WLK_INTERNAL;

@@ -91,6 +91,9 @@ enum wlk_slot_state {
 	WLK_SLOT_STOLEN = 4,  /* requests: stolen, until the holder releases */
 };
 
+/* wlk_seg_request.flags */
+#define WLK_REQF_ASYNC 0x1u /* its waiter polls a doorbell, not the word */
+
 /* wlk_seg_header.seg_state */
 enum wlk_seg_state {
 	WLK_SEG_READY = 1,
@@ -204,7 +207,8 @@ struct wlk_seg_client {
 	uint32_t id_len;    /* [M] <= WLK_CLIENT_ID_MAX */
 	uint64_t opened_ns; /* [M] CLOCK_REALTIME (diagnostics) */
 	char id[128];       /* [M] WLK_CLIENT_ID_MAX + 1 */
-	uint8_t pad[32];
+	uint64_t doorbell;  /* [M] its doorbell socket (async.c), 0: none */
+	uint8_t pad[24];
 };
 
 /*
@@ -235,7 +239,8 @@ struct wlk_seg_name {
 struct wlk_seg_request {
 	uint32_t word;       /* [F][M] gen | FREE/PENDING/HELD/STOLEN */
 	uint8_t mode;        /* [M] enum wlk_mode */
-	uint8_t pad0[3];
+	uint8_t flags;       /* [M] WLK_REQF_* */
+	uint8_t pad0[2];
 	uint32_t client;     /* [M] requesting client */
 	uint32_t client_gen; /* [M] */
 	uint32_t name;       /* [M] name entry */

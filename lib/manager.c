@@ -63,6 +63,7 @@ WLK_EXPORT int wlk_manager_open(const char *origin,
 		return -ENOMEM;
 	m->refs = 1;
 	m->fork_gen = wlk__fork_gen();
+	pthread_mutex_init(&m->amu, NULL);
 	rc = set_client_id(m, o);
 	if (!rc)
 		rc = wlk__bucket_get(origin, o, &m->b);
@@ -93,6 +94,7 @@ static void manager_unref(struct wlk_manager *m)
 	if (uatomic_sub_return(&m->refs, 1))
 		return;
 	wlk__bucket_put(m->b);
+	pthread_mutex_destroy(&m->amu);
 	free(m);
 }
 
@@ -130,6 +132,8 @@ WLK_EXPORT void wlk_manager_close(struct wlk_manager *m)
 			wlk__drop_client(m->b, m->client, &wake);
 			wlk__unlock(m->b, &wake);
 		}
+		/* Callbacks still owed run now, with WLK_ESTATE. */
+		wlk__async_close(m);
 	}
 	manager_unref(m);
 }

@@ -70,7 +70,7 @@ int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake)
 	int rc;
 
 	/* The counters only: the arrays are read up to them. */
-	wake->self1 = wake->n = wake->n_reaped = 0;
+	wake->self1 = wake->n = wake->n_reaped = wake->n_bells = 0;
 	wake->sweep = false;
 
 	rc = pthread_mutex_lock(mu);
@@ -116,7 +116,7 @@ static void wake_sweep(struct wlk__bucket *b)
  */
 void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 {
-	if (!wake->n && !wake->n_reaped && !wake->sweep)
+	if (!wake->n && !wake->n_reaped && !wake->n_bells && !wake->sweep)
 		return; /* the common case: nobody to wake */
 	/* Lifelines of reaped agents: let go, then wake all their watchers
 	 * (the kernel woke one; a trylock may have dropped FUTEX_WAITERS). */
@@ -126,6 +126,9 @@ void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 				INT32_MAX);
 	}
 	wake->n_reaped = 0;
+	for (uint32_t i = 0; i < wake->n_bells; i++)
+		wlk__bell_ring(wake->bells[i]);
+	wake->n_bells = 0;
 	if (wake->sweep) {
 		wake_sweep(b);
 	} else {

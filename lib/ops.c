@@ -52,6 +52,7 @@ static void request_fill(struct wlk__bucket *b, uint32_t ri, uint32_t ni,
 	struct wlk_seg_request *r = wlk__req(b, ri);
 
 	r->mode = (uint8_t)e->mode;
+	r->flags = e->flags;
 	r->client = e->client;
 	r->client_gen = e->client_gen;
 	r->name = ni;
@@ -223,7 +224,7 @@ void wlk__drop_client(struct wlk__bucket *b, uint32_t ci,
 		if (state == WLK_SLOT_FREE || r->client != ci ||
 		    r->client_gen != gen)
 			continue;
-		wlk__wake_add(wake, ri);
+		wlk__wake_add(b, wake, ri);
 		WLK_FAILPOINT(drop_client_mid);
 		if (state == WLK_SLOT_PENDING)
 			unqueue(b, ri, wake);

@@ -14,12 +14,39 @@
 
 #include "internal.h"
 
-void wlk__wake_add(struct wlk__wake *wake, uint32_t r)
+/* Ring the doorbell of the client of request @r, if it has one. */
+static void bell_add(struct wlk__bucket *b, struct wlk__wake *wake,
+		     uint32_t r)
+{
+	uint32_t ci = wlk__req(b, r)->client;
+	uint64_t bell;
+
+	if (ci >= b->geo.max_clients)
+		return;
+	bell = wlk__client(b, ci)->doorbell;
+	if (!bell)
+		return;
+	for (uint32_t i = 0; i < wake->n_bells; i++)
+		if (wake->bells[i] == bell)
+			return;
+	if (wake->n_bells < WLK_WAKE_BATCH)
+		wake->bells[wake->n_bells++] = bell;
+}
+
+/*
+ * wlk__wake_add() - request @r changed state: wake its waiter once the
+ * mutex is released, by futex for a blocking waiter, by doorbell for an
+ * event loop (async.c).
+ */
+void wlk__wake_add(struct wlk__bucket *b, struct wlk__wake *wake, uint32_t r)
 {
 	/* A request granted while its own thread holds the mutex: that
 	 * thread reads the word itself. No system call on this path. */
 	if (r + 1 == wake->self1)
 		return;
+	bell_add(b, wake, r);
+	if (wlk__req(b, r)->flags & WLK_REQF_ASYNC)
+		return; /* nobody sleeps on its word */
 	if (wake->n < WLK_WAKE_BATCH)
 		wake->idx[wake->n++] = r;
 	else
@@ -136,7 +163,7 @@ static int grant(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 	WLK_FAILPOINT(grant_after_list);
 	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
 					   WLK_SLOT_HELD));
-	wlk__wake_add(wake, ri);
+	wlk__wake_add(b, wake, ri);
 	return 0;
 }
 
@@ -226,7 +253,7 @@ int wlk__steal_apply(struct wlk__bucket *b, uint32_t ri,
 			wlk__word_store(&h->word,
 					WLK_WORD(WLK_WORD_GEN(h->word),
 						 WLK_SLOT_STOLEN));
-			wlk__wake_add(wake, hi);
+			wlk__wake_add(b, wake, hi);
 			WLK_FAILPOINT(steal_mid);
 		}
 		hi = next;
@@ -249,7 +276,7 @@ static void wake_queue(struct wlk__bucket *b, struct wlk_seg_name *n,
 
 	for (uint32_t steps = 0; ri < b->geo.max_requests &&
 				 steps < b->geo.max_requests; steps++) {
-		wlk__wake_add(wake, ri);
+		wlk__wake_add(b, wake, ri);
 		ri = wlk__req(b, ri)->next;
 	}
 }

@@ -211,3 +211,26 @@ bool wlk__reap_name(struct wlk__bucket *b, uint32_t ni, struct wlk__wake *wake)
 		wlk__agent_probe(b, set[i], wake);
 	return wake->n_reaped != before;
 }
+
+/*
+ * wlk__blockers_live() - the live agents blocking pending request @ri,
+ * after reaping the dead ones (for event loops, which watch them through
+ * pidfds). Return: false if there were more than @max.
+ */
+bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
+			struct wlk__wake *wake, uint32_t *agents,
+			unsigned int max, unsigned int *n)
+{
+	uint32_t set[WLK_WATCH_MAX];
+	unsigned int k = 0;
+	bool all;
+
+	if (max > WLK_WATCH_MAX)
+		max = WLK_WATCH_MAX;
+	all = blockers(b, wlk__req(b, ri)->name, ri, set, &k, max);
+	*n = 0;
+	for (unsigned int i = 0; i < k; i++)
+		if (!wlk__agent_probe(b, set[i], wake))
+			agents[(*n)++] = set[i];
+	return all;
+}

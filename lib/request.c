@@ -136,7 +136,7 @@ static int wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
 }
 
 /* Give up on a request: abort it if still pending (spec 4.3). */
-static int give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
+int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 {
 	struct wlk__wake wake;
 	int rc = wlk__lock(b, &wake);
@@ -148,7 +148,7 @@ static int give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 	return rc;
 }
 
-static int release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
+int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 {
 	struct wlk__wake wake;
 	int rc = wlk__lock(b, &wake);
@@ -200,7 +200,7 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 		why = wait_grant(m, l->slot, l->gen, o->signal, deadline,
 				 &watch);
 		if (why)
-			rc = give_up(b, l->slot, l->gen);
+			rc = wlk__give_up(b, l->slot, l->gen);
 		pthread_setcancelstate(cancel, NULL);
 	}
 	if (why) {
@@ -219,12 +219,12 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 	if (!why)
 		return 0;
 release:
-	release_slot(b, l->slot, l->gen);
+	wlk__release_slot(b, l->slot, l->gen);
 	return why;
 }
 
-static struct wlk_lock *lock_new(struct wlk_manager *m, const char *name,
-				 size_t len, enum wlk_mode mode)
+struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
+			       size_t len, enum wlk_mode mode)
 {
 	struct wlk_lock *l = malloc(sizeof(*l) + len + 1);
 
@@ -232,10 +232,32 @@ static struct wlk_lock *lock_new(struct wlk_manager *m, const char *name,
 		return NULL;
 	l->m = m;
 	l->mode = mode;
+	l->watched = false;
+	l->on_stolen = NULL;
 	l->name_len = len;
 	memcpy(l->name, name, len);
 	l->name[len] = '\0';
 	return l;
+}
+
+/*
+ * wlk__acquire_begin() - the checks of a request, in the spec's order:
+ * arguments, then the manager (a reference to it is taken for the call),
+ * then spec 3.2.1 steps 5-9. On error no reference is kept.
+ */
+int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,
+		       const struct wlk_options *o)
+{
+	int rc;
+
+	if (!m || !name || (o->mode != WLK_EXCLUSIVE && o->mode != WLK_SHARED))
+		return WLK_EINVAL;
+	if (!wlk__manager_enter(m))
+		return WLK_ESTATE;
+	rc = validate(m, name, len, o);
+	if (rc)
+		wlk__manager_leave(m);
+	return rc;
 }
 
 static int acquire(struct wlk_manager *m, const char *name, size_t len,
@@ -248,16 +270,10 @@ static int acquire(struct wlk_manager *m, const char *name, size_t len,
 
 	if (!o)
 		o = &defaults;
-	if (!m || !name || (o->mode != WLK_EXCLUSIVE && o->mode != WLK_SHARED))
-		return WLK_EINVAL;
-	if (!wlk__manager_enter(m))
-		return WLK_ESTATE;
-	rc = validate(m, name, &len, o);
-	if (rc) {
-		wlk__manager_leave(m);
+	rc = wlk__acquire_begin(m, name, &len, o);
+	if (rc)
 		return rc;
-	}
-	l = lock_new(m, name, len, o->mode);
+	l = wlk__lock_new(m, name, len, o->mode);
 	if (!l) {
 		wlk__manager_leave(m);
 		return -ENOMEM;
@@ -298,8 +314,11 @@ WLK_EXPORT int wlk_release(struct wlk_lock *l)
 		return 0;
 	m = l->m;
 	/* In a fork child the lock is the parent's: touch nothing shared. */
-	if (m->fork_gen == wlk__fork_gen())
-		rc = release_slot(m->b, l->slot, l->gen);
+	if (m->fork_gen == wlk__fork_gen()) {
+		if (l->watched)
+			wlk__async_unwatch(l);
+		rc = wlk__release_slot(m->b, l->slot, l->gen);
+	}
 	free(l);
 	wlk__manager_leave(m);
 	return rc;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -17,12 +18,15 @@ WLK_EXPORT int wlk_signal_new(struct wlk_signal **out)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->efd = -1;
 	*out = s;
 	return 0;
 }
 
 WLK_EXPORT void wlk_signal_abort(struct wlk_signal *s, int reason)
 {
+	int efd;
+
 	if (!s)
 		return;
 	if (reason >= 0)
@@ -33,6 +37,10 @@ WLK_EXPORT void wlk_signal_abort(struct wlk_signal *s, int reason)
 		return;
 	uatomic_inc(&s->word);
 	wlk__futex_wake(&s->word, INT32_MAX);
+	/* Event loops with requests using the signal poll this one. */
+	efd = uatomic_read(&s->efd);
+	if (efd >= 0)
+		(void)!write(efd, &(uint64_t){1}, sizeof(uint64_t));
 }
 
 WLK_EXPORT bool wlk_signal_aborted(const struct wlk_signal *s)
@@ -42,5 +50,7 @@ WLK_EXPORT bool wlk_signal_aborted(const struct wlk_signal *s)
 
 WLK_EXPORT void wlk_signal_free(struct wlk_signal *s)
 {
+	if (s && s->efd >= 0)
+		close(s->efd);
 	free(s);
 }

@@ -16,9 +16,10 @@ srcdir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jobs=${JOBS:-$(nproc)}
 check_timeout=${CHECK_TIMEOUT:-1200}
 
-# Debian packages the build and the tests need; installed only when missing.
+# Debian packages the build and the tests need (libuv1-dev only for
+# examples/libuv); installed only when missing.
 packages=(build-essential autoconf automake libtool pkg-config liburcu-dev
-	libcriterion-dev)
+	libcriterion-dev libuv1-dev)
 
 install_missing() {
 	local missing=() p sudo=()

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * weblocks/async.h - asynchronous requests for event loops.
+ *
+ * OVERVIEW
+ *
+ * In the spec every request returns a promise and the lock is held while an
+ * async task runs. This is that form for programs built around an event
+ * loop (epoll, libuv, GLib, a game loop): wlk_request_async() returns at
+ * once; when the request completes, its callback runs - on the thread that
+ * calls wlk_manager_dispatch(), never on a library thread and never inside
+ * wlk_request_async() itself. A granted lock stays held until the program
+ * calls wlk_release(), from the callback or any later time.
+ *
+ * Each manager has one descriptor, wlk_manager_fd(), that becomes readable
+ * when callbacks are ready. Register it with the loop for reading and call
+ * wlk_manager_dispatch() when it is; dispatch drains the descriptor and
+ * runs every ready callback, so the descriptor works level-triggered and
+ * edge-triggered alike (with edge-triggered epoll, call dispatch once per
+ * edge). The descriptor is an epoll instance; other processes ring it
+ * directly (an AF_UNIX datagram to an abstract address per manager) when
+ * they grant, steal or drop one of its requests, so no library thread
+ * relays anything.
+ *
+ * Asynchronous and blocking requests, from any threads and processes, share
+ * one FIFO queue per name.
+ *
+ * Deadlines (timeout_ns) and abort signals work as for the blocking calls;
+ * they are noticed through the descriptor too (a timer and the signal's
+ * own event descriptor are part of it). A request whose holders die is
+ * granted when the dispatcher notices the death (a pidfd per blocking
+ * process is part of the descriptor).
+ *
+ * Caveat: the doorbell addresses live in the network namespace; all
+ * processes of a bucket must share one (as they share a PID namespace).
+ */
+#ifndef WEBLOCKS_ASYNC_H
+#define WEBLOCKS_ASYNC_H
+
+#include <weblocks.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct wlk_async; /* an outstanding asynchronous request */
+
+/**
+ * typedef wlk_granted_cb - An asynchronous request completed.
+ * @req:    the request; it is freed when the callback returns.
+ * @status: 0 when granted (@lock) or refused by if_available (@lock NULL);
+ *          otherwise the abort reason (%WLK_EABORTED by default, also for
+ *          wlk_async_cancel()), %WLK_ETIMEDOUT, %WLK_ESTATE (the manager
+ *          was closed), or %WLK_ECORRUPT.
+ * @lock:   the granted lock, held until wlk_release(); NULL otherwise.
+ * @arg:    the argument given to wlk_request_async().
+ */
+typedef void (*wlk_granted_cb)(struct wlk_async *req, int status,
+			       struct wlk_lock *lock, void *arg);
+
+/**
+ * typedef wlk_stolen_cb - A held lock was stolen (the spec's released
+ * promise rejecting with AbortError).
+ * @lock: the lock; still to be released with wlk_release(), which will
+ *        return %WLK_ESTOLEN.
+ * @arg:  the argument given to wlk_lock_on_stolen().
+ */
+typedef void (*wlk_stolen_cb)(struct wlk_lock *lock, void *arg);
+
+/**
+ * wlk_request_async() - Request a lock without blocking.
+ * @m:        the manager.
+ * @name:     as for wlk_request().
+ * @name_len: as for wlk_request().
+ * @o:        options, or NULL for the defaults.
+ * @cb:       run once, from wlk_manager_dispatch() (or from
+ *            wlk_manager_close(), with %WLK_ESTATE).
+ * @arg:      passed to @cb.
+ * @out:      receives the request handle, valid until @cb returns; or NULL.
+ *
+ * Queues the request as wlk_acquire() does, then returns. Even a request
+ * granted at once completes through the callback, at the next dispatch.
+ *
+ * Context: thread-safe; never blocks on other lock holders (takes the
+ * segment mutex briefly); not async-signal-safe.
+ *
+ * Return: 0, or the negative codes of wlk_request() for what is checked
+ * before queueing (%WLK_EINVAL also for a NULL @cb); -EMFILE and other
+ * -errno values when the descriptor cannot be set up. On error @cb is never
+ * called and nothing is queued.
+ */
+WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
+				 size_t name_len, const struct wlk_options *o,
+				 wlk_granted_cb cb, void *arg,
+				 struct wlk_async **out);
+
+/**
+ * wlk_async_cancel() - Abort an asynchronous request.
+ * @req: a request whose callback has not run yet.
+ *
+ * Like aborting its signal: the callback runs at the next dispatch with
+ * %WLK_EABORTED, and the request leaves its queue; if it was granted in the
+ * meantime, the lock is released. Cancelling twice is harmless.
+ *
+ * Context: thread-safe; not from @req's own callback.
+ *
+ * Return: 0, or %WLK_EINVAL if @req is NULL.
+ */
+WLK_EXPORT int wlk_async_cancel(struct wlk_async *req);
+
+/**
+ * wlk_lock_on_stolen() - Be told when a held lock is stolen.
+ * @lock: a lock of this process (granted in any form), not yet released.
+ * @cb:   run once from wlk_manager_dispatch() of the lock's manager when
+ *        the lock is stolen; NULL stops watching.
+ * @arg:  passed to @cb.
+ *
+ * Context: thread-safe.
+ *
+ * Return: 0, %WLK_EINVAL, %WLK_ESTATE (manager closed or inherited through
+ * fork()), or the errors of wlk_manager_fd().
+ */
+WLK_EXPORT int wlk_lock_on_stolen(struct wlk_lock *lock, wlk_stolen_cb cb,
+				  void *arg);
+
+/**
+ * wlk_manager_fd() - The manager's pollable descriptor.
+ * @m: the manager.
+ *
+ * Readable when callbacks are ready; then call wlk_manager_dispatch(). The
+ * descriptor belongs to @m (close-on-exec) and is closed by
+ * wlk_manager_close(); do not close it yourself.
+ *
+ * Context: thread-safe.
+ *
+ * Return: the descriptor (>= 0), or %WLK_EINVAL, %WLK_ESTATE, or -EMFILE
+ * and other -errno values from socket(), epoll_create1() or
+ * timerfd_create().
+ */
+WLK_EXPORT int wlk_manager_fd(struct wlk_manager *m);
+
+/**
+ * wlk_manager_dispatch() - Run the callbacks that are ready.
+ * @m: the manager.
+ *
+ * Drains the descriptor, completes requests that were granted, aborted,
+ * cancelled or timed out, notices stolen locks and dead blockers, and runs
+ * the callbacks on the calling thread with no library lock held (a callback
+ * may request, release, query, cancel, and dispatch again): the requests'
+ * callbacks in the order the requests were made, then the stolen-lock
+ * callbacks. Never blocks on other lock holders. A deadline that passed
+ * after the request was granted does not count: it completes granted.
+ *
+ * Context: thread-safe (concurrent dispatchers share the callbacks out).
+ *
+ * Return: the number of callbacks run (0 if none were ready), or
+ * %WLK_EINVAL or %WLK_ESTATE.
+ */
+WLK_EXPORT int wlk_manager_dispatch(struct wlk_manager *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEBLOCKS_ASYNC_H */

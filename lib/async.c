@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * async.c - asynchronous requests (weblocks/async.h).
+ *
+ * A manager used asynchronously gets an epoll descriptor holding its
+ * doorbell (doorbell.c), a timer for deadlines, the event descriptors of
+ * abort signals, and pidfds of the processes its pending requests wait
+ * behind. Everything that can complete a request makes that descriptor
+ * readable; wlk_manager_dispatch() then looks at the state of each
+ * outstanding request in the segment and runs the callbacks of those that
+ * completed. All the process-local bookkeeping is under m->amu, which is
+ * taken before the segment mutex, never after; no callback runs under
+ * either.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "async_internal.h"
+
+int wlk__epoll_add(int epfd, int fd, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.fd = fd};
+
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 || errno == EEXIST)
+		return 0;
+	return wlk__errno(errno);
+}
+
+void wlk__actx_free(struct wlk__actx *a)
+{
+	for (unsigned int i = 0; i < a->n_pid; i++)
+		close(a->pid[i].fd);
+	if (a->epfd >= 0)
+		close(a->epfd);
+	if (a->bell >= 0)
+		close(a->bell);
+	if (a->tfd >= 0)
+		close(a->tfd);
+	free(a);
+}
+
+/* Publish the doorbell in our client slot, so granters ring it. */
+static int bell_publish(struct wlk_manager *m, uint64_t id)
+{
+	struct wlk__wake wake;
+	int rc = wlk__lock(m->b, &wake);
+
+	if (rc)
+		return rc;
+	if (wlk__client_live(m->b, m->client, m->client_gen))
+		wlk__client(m->b, m->client)->doorbell = id;
+	else
+		rc = WLK_ESTATE;
+	wlk__unlock(m->b, &wake);
+	return rc;
+}
+
+/* The async state of @m, created on first use; under m->amu. */
+int wlk__actx_get(struct wlk_manager *m, struct wlk__actx **out)
+{
+	struct wlk__actx *a = m->actx;
+	int rc;
+
+	if (a) {
+		*out = a;
+		return 0;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	CDS_INIT_LIST_HEAD(&a->pending);
+	CDS_INIT_LIST_HEAD(&a->watching);
+	a->epfd = epoll_create1(EPOLL_CLOEXEC);
+	a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	a->bell = wlk__bell_open(&a->bell_id);
+	rc = a->epfd < 0 || a->tfd < 0 ? wlk__errno(errno) : 0;
+	if (!rc && a->bell < 0)
+		rc = a->bell;
+	if (!rc)
+		rc = wlk__epoll_add(a->epfd, a->bell, EPOLLIN);
+	if (!rc)
+		rc = wlk__epoll_add(a->epfd, a->tfd, EPOLLIN);
+	if (!rc)
+		rc = bell_publish(m, a->bell_id);
+	if (rc) {
+		wlk__actx_free(a);
+		return rc;
+	}
+	m->actx = *out = a;
+	return 0;
+}
+
+WLK_EXPORT int wlk_manager_fd(struct wlk_manager *m)
+{
+	struct wlk__actx *a;
+	int rc;
+
+	if (!m)
+		return WLK_EINVAL;
+	if (!wlk__manager_enter(m))
+		return WLK_ESTATE;
+	pthread_mutex_lock(&m->amu);
+	rc = wlk__actx_get(m, &a);
+	pthread_mutex_unlock(&m->amu);
+	wlk__manager_leave(m);
+	return rc ? rc : a->epfd;
+}
+
+/* The signal's event descriptor, created once; or a negative errno. */
+static int signal_fd(struct wlk_signal *s)
+{
+	int fd = uatomic_read(&s->efd), mine;
+
+	if (fd >= 0)
+		return fd;
+	mine = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (mine < 0)
+		return wlk__errno(errno);
+	fd = uatomic_cmpxchg(&s->efd, -1, mine);
+	if (fd != -1) {
+		close(mine); /* another thread won */
+		return fd;
+	}
+	/* Aborted before the descriptor existed: make it readable now. */
+	if (uatomic_read(&s->reason))
+		(void)!write(mine, &(uint64_t){1}, sizeof(uint64_t));
+	return mine;
+}
+
+/* Arm the timer for the earliest deadline of a pending request. */
+void wlk__timer_arm(struct wlk__actx *a)
+{
+	struct itimerspec its = {{0, 0}, {0, 0}};
+	struct wlk_async *r;
+	uint64_t next = 0;
+
+	cds_list_for_each_entry(r, &a->pending, link)
+		if (r->deadline && (!next || r->deadline < next))
+			next = r->deadline;
+	if (a->recheck && (!next || a->recheck < next))
+		next = a->recheck;
+	if (next) {
+		its.it_value.tv_sec = (time_t)(next / WLK_NSEC_PER_SEC);
+		its.it_value.tv_nsec = (long)(next % WLK_NSEC_PER_SEC);
+	}
+	timerfd_settime(a->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Queue under the mutex; a request settled at once rings our own bell. */
+static int enqueue(struct wlk_manager *m, struct wlk_async *r,
+		   const struct wlk_options *o)
+{
+	struct wlk__wake wake;
+	struct wlk__enqueue e = {
+		.client = m->client, .client_gen = m->client_gen,
+		.flags = WLK_REQF_ASYNC, .name = r->l->name,
+		.name_len = (uint32_t)r->l->name_len, .mode = o->mode,
+		.if_available = o->if_available, .steal = o->steal,
+	};
+	int rc = wlk__lock(m->b, &wake);
+
+	if (rc)
+		return rc;
+	rc = wlk__request_lock(m->b, &e, &wake, &r->l->slot, &r->l->gen);
+	wlk__unlock(m->b, &wake);
+	if (rc == 1) { /* if_available miss */
+		r->settled = true;
+		r->status = 0;
+		free(r->l);
+		r->l = NULL;
+		rc = 0;
+	}
+	return rc;
+}
+
+WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
+				 size_t name_len, const struct wlk_options *o,
+				 wlk_granted_cb cb, void *arg,
+				 struct wlk_async **out)
+{
+	static const struct wlk_options defaults;
+	struct wlk__actx *a;
+	struct wlk_async *r;
+	int rc;
+
+	if (!o)
+		o = &defaults;
+	if (!cb)
+		return WLK_EINVAL;
+	rc = wlk__acquire_begin(m, name, &name_len, o);
+	if (rc)
+		return rc;
+	r = calloc(1, sizeof(*r));
+	if (r)
+		r->l = wlk__lock_new(m, name, name_len, o->mode);
+	if (!r || !r->l) {
+		free(r);
+		wlk__manager_leave(m);
+		return -ENOMEM;
+	}
+	*r = (struct wlk_async){.m = m, .l = r->l, .cb = cb, .arg = arg,
+				.sig = o->signal};
+	if (o->timeout_ns)
+		r->deadline = wlk__now_ns() + o->timeout_ns;
+	pthread_mutex_lock(&m->amu);
+	rc = wlk__actx_get(m, &a);
+	if (!rc && r->sig) {
+		int fd = signal_fd(r->sig);
+
+		rc = fd < 0 ? fd : wlk__epoll_add(a->epfd, fd,
+						 EPOLLIN | EPOLLET);
+	}
+	if (!rc)
+		rc = enqueue(m, r, o);
+	if (!rc) {
+		cds_list_add_tail(&r->link, &a->pending);
+		if (r->deadline)
+			wlk__timer_arm(a);
+		/* Complete through dispatch even if settled already. */
+		wlk__bell_ring(a->bell_id);
+	}
+	pthread_mutex_unlock(&m->amu);
+	if (rc) {
+		free(r->l);
+		free(r);
+		wlk__manager_leave(m);
+		return rc;
+	}
+	if (out)
+		*out = r;
+	return 0; /* the manager reference is r's until its callback */
+}
+
+WLK_EXPORT int wlk_async_cancel(struct wlk_async *r)
+{
+	struct wlk_manager *m;
+
+	if (!r)
+		return WLK_EINVAL;
+	m = r->m;
+	pthread_mutex_lock(&m->amu);
+	if (!r->cancel && m->actx) {
+		r->cancel = true;
+		wlk__bell_ring(m->actx->bell_id);
+	}
+	pthread_mutex_unlock(&m->amu);
+	return 0;
+}

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * async_pid.c - an event loop notices the death of the processes its
+ * pending requests wait behind.
+ *
+ * A blocked thread sleeps on the blockers' lifelines (reap.c); an event
+ * loop cannot sleep on a futex, so its descriptor holds a pidfd for each
+ * live blocker instead, which becomes readable when that process exits.
+ * Dispatch then probes the lifelines and reaps. pidfd_open() takes a pid,
+ * which could be reused by the time it runs: the agent's slot generation
+ * and lifeline owner are checked again afterwards, and a mismatch simply
+ * drops the pidfd (the next dispatch looks again).
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "async_internal.h"
+
+static void drop(struct wlk__actx *a, unsigned int i)
+{
+	epoll_ctl(a->epfd, EPOLL_CTL_DEL, a->pid[i].fd, NULL);
+	close(a->pid[i].fd);
+	a->pid[i] = a->pid[--a->n_pid];
+}
+
+/* An event on @fd: if it is a pidfd, its process exited. */
+void wlk__pidwatch_fired(struct wlk__actx *a, int fd)
+{
+	for (unsigned int i = 0; i < a->n_pid; i++) {
+		if (a->pid[i].fd == fd) {
+			drop(a, i);
+			return;
+		}
+	}
+}
+
+static bool wanted(const uint32_t *agents, unsigned int n, uint32_t agent)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (agents[i] == agent)
+			return true;
+	return false;
+}
+
+/*
+ * Under the segment mutex: live blockers of all pending requests. Return:
+ * false if there were more than fit.
+ */
+static bool blockers_of(struct wlk_manager *m, struct wlk__actx *a,
+			uint32_t *agents, unsigned int *n)
+{
+	struct wlk__wake wake;
+	struct wlk_async *r;
+	bool all = true;
+
+	*n = 0;
+	if (wlk__lock(m->b, &wake))
+		return false;
+	cds_list_for_each_entry(r, &a->pending, link) {
+		uint32_t got[WLK_WATCH_MAX];
+		unsigned int k = 0;
+
+		if (r->settled || wlk__req(m->b, r->l->slot)->word !=
+					  WLK_WORD(r->l->gen, WLK_SLOT_PENDING))
+			continue;
+		all &= wlk__blockers_live(m->b, r->l->slot, &wake, got,
+					  WLK_WATCH_MAX, &k);
+		for (unsigned int i = 0; i < k; i++) {
+			if (wanted(agents, *n, got[i]))
+				continue;
+			if (*n == PIDFD_MAX)
+				all = false;
+			else
+				agents[(*n)++] = got[i];
+		}
+	}
+	/* Reaping above may have granted us: the flush rings our bell. */
+	wlk__unlock(m->b, &wake);
+	return all;
+}
+
+/*
+ * Watch agent @ai through a pidfd, if it is still who it was. Return:
+ * false if it could not be watched (no pidfd_open: Linux < 5.3, or a
+ * sandbox; or it changed hands meanwhile).
+ */
+static bool watch(struct wlk__bucket *b, struct wlk__actx *a, uint32_t ai)
+{
+	struct wlk_seg_agent *ag = wlk__agent(b, ai);
+	uint32_t word = wlk__word_load(&ag->word), life;
+	int fd;
+
+	if (WLK_WORD_STATE(word) != WLK_SLOT_USED || a->n_pid == PIDFD_MAX)
+		return false;
+	fd = (int)syscall(SYS_pidfd_open, (pid_t)ag->pid, 0);
+	if (fd < 0)
+		return false;
+	life = uatomic_read(wlk__lifeline_word(b, ai));
+	if (wlk__word_load(&ag->word) != word ||
+	    !(life & FUTEX_TID_MASK) || (life & FUTEX_OWNER_DIED) ||
+	    wlk__epoll_add(a->epfd, fd, EPOLLIN)) {
+		close(fd);
+		return false;
+	}
+	a->pid[a->n_pid++] = (struct pidwatch){ai, WLK_WORD_GEN(word), fd};
+	return true;
+}
+
+/* Make the pidfds match the live blockers of the pending requests. */
+void wlk__pidwatch_update(struct wlk_manager *m, struct wlk__actx *a)
+{
+	uint32_t agents[PIDFD_MAX];
+	unsigned int n;
+	bool all = blockers_of(m, a, agents, &n);
+
+	for (unsigned int i = a->n_pid; i-- > 0;) {
+		struct pidwatch *p = &a->pid[i];
+
+		if (!wanted(agents, n, p->agent) ||
+		    WLK_WORD_GEN(wlk__agent(m->b, p->agent)->word) != p->gen)
+			drop(a, i);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		bool have = false;
+
+		for (unsigned int j = 0; j < a->n_pid; j++)
+			have |= a->pid[j].agent == agents[i];
+		if (!have && !watch(m->b, a, agents[i]))
+			all = false;
+	}
+	/* What is not watched is looked at again on a timer. */
+	a->recheck = all ? 0 : wlk__now_ns() + WLK_RECHECK_NS;
+}
