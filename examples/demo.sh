@@ -67,5 +67,26 @@ fi
 echo "demo: building in $builddir"
 make -C "$builddir" -s -j"$(nproc)"
 
-echo "demo: running examples/tabs $*"
-exec "$builddir/examples/tabs" "$@"
+# Run the tabs, and halfway through show what shm-inspect sees in their
+# bucket's segment (the tabs print wlk_query() themselves meanwhile).
+args=("$@")
+origin=
+for ((i = 0; i < ${#args[@]}; i++)); do
+	[[ ${args[i]} == -o ]] && origin=${args[i + 1]:-}
+done
+if [[ -z $origin ]]; then
+	origin="https://tabs-demo-$$.example"
+	args+=(-o "$origin")
+fi
+echo "demo: running examples/tabs ${args[*]}"
+"$builddir/examples/tabs" "${args[@]}" &
+tabs=$!
+sleep 1.5 # pacing the show only
+if kill -0 "$tabs" 2>/dev/null; then
+	echo
+	echo "demo: ---- shm-inspect dump $origin ----"
+	"$builddir/tools/shm-inspect" dump "$origin" || true
+	echo "demo: ---- end of shm-inspect ----"
+	echo
+fi
+wait "$tabs"

@@ -28,6 +28,10 @@
  *  - timeout_ns is an extension: a deadline after which a request that was
  *    not yet granted leaves the queue with WLK_ETIMEDOUT.
  *
+ * Two more headers: weblocks/async.h, requests that complete through a
+ * pollable descriptor, for event loops; weblocks/inspect.h, read-only
+ * inspection of segments (what tools/shm-inspect uses).
+ *
  * Scheduling follows the spec exactly. Each name has a FIFO queue. A request
  * is grantable when it is first in its queue and, for an exclusive request,
  * no lock is held on the name, or, for a shared request, no exclusive lock
