@@ -1,0 +1,201 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# run.sh - what `make bench` runs: every benchmark program in turn, then one
+# table (stdout, results.md, results.json) and the scaling plots (*.png).
+#
+# usage: run.sh BINDIR SRCDIR OUTDIR
+#   BENCH_QUICK=1   a quick run for development (fewer passes, shorter)
+#   BENCH_ONLY="uncontended handoff"   run only these programs
+#   BENCH_CC, BENCH_CFLAGS   the compiler and flags, for the setup lines
+#   BENCH_LIBRARY   what to call the library version (default: git describe)
+#   BENCH_LIBTOOL   how to run libtool (its --mode=execute runs valgrind
+#                   on the programs of a build tree)
+set -eu
+
+bindir=$1
+srcdir=$2
+out=$3
+mkdir -p "$out"
+tsv=$out/results.tsv
+: > "$tsv"
+# Nothing of an earlier run may pass for this one's.
+rm -f "$out"/*.dat "$out/names.png" "$out/queue.png" "$out/agents.png"
+
+q=
+case ${BENCH_QUICK:-0} in
+0 | '') ;;
+*) q=-q ;;
+esac
+progs=${BENCH_ONLY:-"uncontended handoff failover throughput scale_names
+	scale_segment scale_queue scale_shared scale_agents"}
+
+setup() {
+	printf 'setup\t%s\t%s\n' "$1" "$2" >> "$tsv"
+}
+
+cpu_model() {
+	sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sort -u |
+		paste -sd ';' -
+}
+
+version=${BENCH_LIBRARY:-$(git -C "$srcdir" describe --always --dirty \
+	2> /dev/null || echo '(not a git checkout)')}
+setup date "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+setup machine "$(uname -sm), kernel $(uname -r), $(nproc) CPUs \
+($(cpu_model))"
+setup compiler "$(${BENCH_CC:-cc} --version | head -n 1), \
+CFLAGS ${BENCH_CFLAGS:-unknown}"
+setup library "weblocks $version"
+setup pinning "parts 1 and 5: CPU 0 (queues: CPU 0 and 1); part 2: \
+CPU 0 + CPU 1 (2 CPUs) or both on CPU 0 (1 CPU); part 3: unpinned; \
+part 4: CPU 0 + CPU 1, and one unpinned run; broker server on CPU 0 \
+(same CPU) or CPU 1 (other CPU)"
+if [ -n "$q" ]; then
+	setup mode "QUICK (BENCH_QUICK=1): 2 passes, fewer repetitions; \
+for development, not for quoting"
+else
+	setup mode "full: 3 passes per figure, methods interleaved within \
+each pass"
+fi
+
+# Other work on the machine skews everything: say how busy the CPUs were
+# in the second before the run (the load average would still remember an
+# earlier run's thousand threads).
+cpu_ticks() {
+	awk '/^cpu / { print $2 + $3 + $4 + $5 + $6 + $7 + $8, $5 + $6 }' \
+		/proc/stat
+}
+# shellcheck disable=SC2046 # two numbers, split on purpose
+set -- $(cpu_ticks)
+sleep 1
+# shellcheck disable=SC2046
+set -- "$@" $(cpu_ticks)
+busy=$(awk -v t0="$1" -v i0="$2" -v t1="$3" -v i1="$4" 'BEGIN {
+	printf "%.0f", (t1 > t0 ? 100 * (1 - (i1 - i0) / (t1 - t0)) : 0) }')
+start_all=$(date +%s)
+for p in $progs; do
+	start=$(date +%s)
+	printf 'bench: %-14s' "$p" >&2
+	extra=
+	# bench/failover also writes its own JSON, as it always did.
+	[ "$p" = failover ] && extra="-j $out/failover.json"
+	# shellcheck disable=SC2086 # $q and $extra are words or nothing
+	if ! "$bindir/$p" $q $extra -o "$tsv" > "$out/$p.log" 2>&1; then
+		echo " FAILED (see $out/$p.log)" >&2
+		tail -n 5 "$out/$p.log" >&2
+		exit 1
+	fi
+	echo " $(($(date +%s) - start)) s" >&2
+done
+
+setup "CPU busy in the second before the run" "$busy% (other work; \
+it competes with the benchmarks)"
+
+# What the uncontended pair spends its time on (for the notes).
+if command -v perf > /dev/null 2>&1 &&
+	perf record -q -e cpu-clock -o "$out/perf.data" \
+		"$bindir/uncontended" -P > /dev/null 2>&1; then
+	perf report -i "$out/perf.data" --stdio --no-children \
+		--sort symbol 2> /dev/null |
+		awk '/^ +[0-9.]+%/ && n < 12 {
+			sub(/\[[.k]\] +/, "")
+			s = s (n ? ", " : "") $2 " " $1; n++
+		}
+		END {
+			if (n) printf "note\tperf\tprofile of the " \
+				"uncontended exclusive pair (perf record " \
+				"-e cpu-clock, top symbols): %s\n", s
+		}' >> "$tsv"
+	rm -f "$out/perf.data" "$out/perf.data.old"
+fi
+
+# Instructions per pair: callgrind counts them, so they do not drift. The
+# difference of two runs leaves out the set-up.
+# In a build tree the programs are libtool wrapper scripts.
+instr() {
+	# shellcheck disable=SC2086 # BENCH_LIBTOOL is a command line
+	${BENCH_LIBTOOL:+$BENCH_LIBTOOL --mode=execute} \
+		valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+		"$bindir/uncontended" "$1" "$2" 2>&1 |
+		sed -n 's/.*Collected : //p'
+}
+if command -v valgrind > /dev/null 2>&1; then
+	w1=$(instr -I 1000)
+	w2=$(instr -I 11000)
+	r1=$(instr -J 1000)
+	r2=$(instr -J 11000)
+	if [ -n "$w1" ] && [ -n "$w2" ] && [ -n "$r1" ] && [ -n "$r2" ]; then
+		awk -v w1="$w1" -v w2="$w2" -v r1="$r1" -v r2="$r2" 'BEGIN {
+			w = (w2 - w1) / 10000; r = (r2 - r1) / 10000
+			printf "note\tcallgrind\tinstructions per " \
+			       "exclusive pair (callgrind, 11000 minus 1000 " \
+			       "pairs): weblocks %.0f, robust mutex pair " \
+			       "%.0f (%.1fx)\n", w, r, w / r
+		}' >> "$tsv"
+	fi
+fi
+
+awk -f "$srcdir/bench/report.awk" -v md="$out/results.md" \
+	-v json="$out/results.json" -v dir="$out" "$tsv"
+
+cat >> "$out/results.md" << 'EOF'
+
+## How it was measured
+
+- Every program runs the methods it compares interleaved within each pass
+  (repetition k of every method before repetition k+1 of any), so a drift
+  of the machine's speed hits all of them. Passes: 3 (quick: 2).
+- Part 1: one process pinned to CPU 0; per pass 9 repetitions of 20 ms
+  per method, each timing batches of about 2 us (the clock's cost is
+  subtracted); p99 over the batches of a pass. System calls are counted
+  with the raw_syscalls:sys_enter tracepoint for the calling thread
+  (perf_event_open) and cross-checked under a seccomp filter that kills
+  the process on any system call.
+- Part 2: two processes alternate ownership; before each handoff the
+  waiter announces itself and calls acquire; the holder waits 50 us more,
+  checks in /proc that the waiter is asleep, reads CLOCK_MONOTONIC and
+  releases; the waiter reads the clock when its acquire returns. 5
+  repetitions of 300 handoffs per method per pass, fresh processes each.
+- Part 3: bench/failover (holder SIGKILLed while a waiter sleeps), 400 runs
+  per method in all, interleaved, unpinned.
+- Part 4: 250 ms runs, 2 per method per pass; a non-atomic counter in the
+  critical section checks mutual exclusion after every run.
+- Part 5: see the comment at the top of each bench/scale_*.c. Curves are
+  in the *.png files and results.json; the .dat files hold their points.
+EOF
+
+# Plots: gnuplot from Debian (apt-get install gnuplot-nox).
+curves="names.weblocks names.robust query.weblocks querycap.weblocks
+	query.proclocks queue.ex queue.sh_all queue.sh_release queue.probe
+	agents.pair agents.robust agents.query agents.attach"
+missing=
+for c in $curves; do
+	[ -f "$out/$c.dat" ] || missing="$missing $c"
+done
+if [ -n "$missing" ]; then
+	echo "bench: plots skipped, curves not measured:$missing" >&2
+elif command -v gnuplot > /dev/null 2>&1; then
+	if gnuplot -e "dir='$out'" "$srcdir/bench/plots.gp" \
+		> "$out/gnuplot.log" 2>&1; then
+		echo "bench: plots written: $(cd "$out" && ls ./*.png |
+			tr '\n' ' ')" >&2
+	else
+		echo "bench: gnuplot failed, see $out/gnuplot.log" >&2
+	fi
+else
+	echo "bench: gnuplot not found, plots skipped" \
+		"(apt-get install gnuplot-nox)" >&2
+fi
+
+# Nothing of ours may stay in /dev/shm.
+# (Regular files only: a FIFO among them would block grep.)
+left=$(find /dev/shm -maxdepth 1 -type f -name 'wlk*' -exec grep -l \
+	-e 'bench\.invalid' -e 'failover-[0-9]*\.bench' {} + 2> /dev/null ||
+	true)
+left="$left $(ls /dev/shm/wlkbench-* /dev/shm/failover-*.lock \
+	2> /dev/null || true)"
+if [ -n "$(echo "$left" | tr -d ' \n')" ]; then
+	echo "bench: WARNING: left behind in /dev/shm: $left" >&2
+fi
+echo "bench: $(($(date +%s) - start_all)) s; wrote $out/results.md," \
+	"$out/results.json" >&2

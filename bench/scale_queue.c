@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scale_queue.c - part 5, exclusive queues: the handoff latency to the
+ * head of a queue of N exclusive waiters (N = 1 .. 1000), i.e. part 2's
+ * measurement with N - 1 more requests pending behind the head.
+ *
+ * N + 1 threads form a ring: thread i lives in process i % 2 (pinned to
+ * CPU i % 2). One holds the name, the others are queued in thread order
+ * (the parent admits them one at a time and checks with wlk_query() that
+ * each is pending before the next). The holder keeps the lock 50 us,
+ * reads the clock, releases, and queues again at the tail; the head's
+ * thread reads the clock when its acquire returns. Only handoffs between
+ * the two processes are counted.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "locks.h"
+
+#define HOLD_NS (50 * NSEC_PER_USEC)
+#define MAX_THREADS 1024
+#define MAX_SAMPLES 4096
+#define WARMUP 4
+
+static const int points[] = {1, 10, 100, 1000};
+#define NPOINTS (sizeof(points) / sizeof(points[0]))
+
+struct ring {
+	volatile uint32_t admit[MAX_THREADS]; /* thread i may queue */
+	volatile uint32_t go;      /* every waiter is queued */
+	volatile uint32_t stop;
+	volatile uint64_t t_release;
+	volatile int owner;        /* thread that released last */
+	uint32_t n;                /* samples taken (under the lock) */
+	uint32_t limit;
+	double lat_us[MAX_SAMPLES];
+};
+
+static struct ring *ring;
+static struct wlk_manager *pm; /* this process's manager */
+static int nthreads, proc;
+
+static void *ring_thread(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	struct wlk_lock *l;
+
+	while (!ring->admit[me])
+		fwait(&ring->admit[me], 0);
+	for (;;) {
+		check(wlk_acquire(pm, "q", 1, NULL, &l), "acquire");
+		while (!ring->go)
+			fwait(&ring->go, 0); /* thread 0, while others queue */
+		if (ring->t_release && ring->owner % 2 != me % 2 &&
+		    ring->n < ring->limit)
+			ring->lat_us[ring->n++] =
+				(double)(now_ns() - ring->t_release) / 1e3;
+		if (ring->n >= ring->limit)
+			ring->stop = 1;
+		spin_until(now_ns() + HOLD_NS);
+		ring->owner = me;
+		ring->t_release = now_ns();
+		check(wlk_release(l), "release");
+		if (ring->stop)
+			return NULL; /* the ring drains: nobody queues again */
+	}
+}
+
+static int ring_proc(void *arg)
+{
+	pthread_t t[MAX_THREADS / 2 + 1];
+	pthread_attr_t a;
+	int k = 0;
+
+	proc = (int)(intptr_t)arg;
+	pin_cpu(proc);
+	check(wlk_manager_open(lkw.origin, NULL, &pm), "open");
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	for (int i = proc; i < nthreads; i += 2)
+		if (pthread_create(&t[k++], &a, ring_thread,
+				   (void *)(intptr_t)i))
+			die("pthread_create");
+	for (int i = 0; i < k; i++)
+		pthread_join(t[i], NULL);
+	wlk_manager_close(pm);
+	return 0;
+}
+
+static size_t pending(struct wlk_manager *m, size_t *held)
+{
+	struct wlk_snapshot *s;
+	size_t n;
+
+	check(wlk_query(m, &s), "query");
+	n = wlk_snapshot_pending_count(s);
+	*held = wlk_snapshot_held_count(s);
+	wlk_snapshot_free(s);
+	return n;
+}
+
+/* One run with @n waiters; appends to @pass and returns the median. */
+static double run(struct wlk_manager *m, int n, uint32_t samples,
+		  struct samples *pass)
+{
+	struct samples rep = {0};
+	pid_t pid[2];
+	size_t held;
+	double med;
+
+	memset(ring, 0, sizeof(*ring));
+	ring->limit = samples + WARMUP;
+	nthreads = n + 1;
+	for (int p = 0; p < 2; p++)
+		pid[p] = spawn(ring_proc, (void *)(intptr_t)p);
+	/* Thread 0 takes the lock, then each waiter queues in turn. */
+	for (int i = 0; i <= n; i++) {
+		ring->admit[i] = 1;
+		fwake(&ring->admit[i]);
+		while (pending(m, &held) < (size_t)i || held < 1)
+			usleep(50);
+	}
+	ring->go = 1;
+	fwake(&ring->go);
+	for (int p = 0; p < 2; p++)
+		reap(pid[p], "queue ring");
+	for (uint32_t i = WARMUP; i < ring->n; i++) {
+		samples_add(&rep, ring->lat_us[i]);
+		samples_add(pass, ring->lat_us[i]);
+	}
+	med = median(rep.v, rep.n);
+	samples_free(&rep);
+	return med;
+}
+
+static void report(struct fig *f)
+{
+	struct summary s, one = fig_sum(&f[0]);
+	size_t last = 0;
+
+	for (size_t i = 0; i < NPOINTS; i++) {
+		if (!f[i].n)
+			continue;
+		s = fig_sum(&f[i]);
+		emit_point("queue.ex", points[i], &s);
+		last = i;
+	}
+	{
+		char key[32], label[128];
+
+		s = fig_sum(&f[last]);
+		snprintf(key, sizeof(key), "p5.queue.ex");
+		snprintf(label, sizeof(label),
+			 "handoff to the head of a queue of %d exclusive "
+			 "waiters, 2 processes on 2 CPUs", points[last]);
+		emit_fig(key, "5", label, "us", &s);
+		emit_anchor(key, "the same with 1 waiter (same run)", "us",
+			    &one);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct fig f[NPOINTS] = {0};
+	struct wlk_manager *m;
+	size_t npoints;
+	uint32_t samples;
+	int reps;
+
+	bench_init(argc, argv, "scale_queue");
+	reps = QN(3, 1);
+	samples = QN(300, 100);
+	npoints = QN(NPOINTS, NPOINTS - 1);
+	if (ncpus() < 2) {
+		emit_note("scale_queue: needs 2 CPUs, skipped");
+		bench_fini();
+		return 0;
+	}
+	ring = shared_alloc(sizeof(*ring));
+	lk_world_init("p5q");
+	check(wlk_manager_open(lkw.origin, NULL, &m), "open");
+	for (int p = 0; p < bopt.passes; p++) {
+		struct samples pass[NPOINTS] = {{0}}, meds[NPOINTS] = {{0}};
+
+		for (int k = 0; k < reps; k++)
+			for (size_t i = 0; i < npoints; i++)
+				samples_add(&meds[i], run(m, points[i], samples,
+							  &pass[i]));
+		for (size_t i = 0; i < npoints; i++) {
+			fig_add(&f[i], median(meds[i].v, meds[i].n),
+				quantile(pass[i].v, pass[i].n, 0.99));
+			samples_free(&pass[i]);
+			samples_free(&meds[i]);
+		}
+	}
+	report(f);
+	wlk_manager_close(m);
+	lk_world_fini();
+	bench_fini();
+	return 0;
+}

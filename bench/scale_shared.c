@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scale_shared.c - part 5, shared queues: N shared requests (N = 1 ..
+ * 1000, threads of one process on CPU 1) are queued behind an exclusive
+ * holder (the parent, on CPU 0). Measured:
+ *
+ *  - release -> all N granted: from the holder's release call to the
+ *    latest return of the N acquire calls (one release grants them all);
+ *  - the release call itself (it issues the N wake-ups);
+ *  - enqueue + abort behind N pending: an exclusive request with a 1 ns
+ *    timeout from another client of the parent, which joins the tail of
+ *    the queue, arms its wait, times out and leaves; the per-operation
+ *    cost of a queue N long, with no system call and no sleep.
+ *
+ * A cycle: the holder waits (wlk_query) until N requests are pending,
+ * runs the probes, lets 100 us pass so the waiters are asleep, releases,
+ * and requests exclusively again; it is granted once all N have been
+ * granted and released, and then lets the threads queue again.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "locks.h"
+#include "syscount.h"
+
+#define SETTLE_NS (100 * NSEC_PER_USEC)
+#define MAX_WAITERS 1000
+#define PROBES 64
+
+static const int points[] = {1, 10, 100, 1000};
+#define NPOINTS (sizeof(points) / sizeof(points[0]))
+
+struct burst {
+	volatile uint32_t cycle; /* threads queue once per cycle */
+	volatile uint32_t quit;
+	uint64_t granted_ns[MAX_WAITERS];
+};
+
+struct point {
+	struct fig all, rel, probe;
+	long sys, releases; /* system calls of the release calls */
+};
+
+static struct burst *bu;
+static struct wlk_manager *tm; /* the threads' manager */
+static struct point pt[NPOINTS];
+static struct sc rel_sc;
+
+static void *shared_thread(void *arg)
+{
+	static const struct wlk_options sh = {.mode = WLK_SHARED};
+	int me = (int)(intptr_t)arg;
+	uint32_t seen = 0;
+
+	for (;;) {
+		struct wlk_lock *l;
+
+		while (bu->cycle == seen && !bu->quit)
+			fwait(&bu->cycle, seen);
+		if (bu->quit)
+			return NULL;
+		seen = bu->cycle;
+		check(wlk_acquire(tm, "q", 1, &sh, &l), "acquire");
+		bu->granted_ns[me] = now_ns();
+		check(wlk_release(l), "release");
+	}
+}
+
+static int shared_proc(void *arg)
+{
+	int n = (int)(intptr_t)arg;
+	pthread_t t[MAX_WAITERS];
+	pthread_attr_t a;
+
+	pin_cpu(1);
+	check(wlk_manager_open(lkw.origin, NULL, &tm), "open");
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&t[i], &a, shared_thread,
+				   (void *)(intptr_t)i))
+			die("pthread_create");
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	wlk_manager_close(tm);
+	return 0;
+}
+
+static void await_pending(struct wlk_manager *m, size_t n)
+{
+	for (;;) {
+		struct wlk_snapshot *s;
+		size_t k;
+
+		check(wlk_query(m, &s), "query");
+		k = wlk_snapshot_pending_count(s);
+		wlk_snapshot_free(s);
+		if (k >= n)
+			return;
+		usleep(20);
+	}
+}
+
+static void probes(struct wlk_manager *pm, struct samples *out)
+{
+	static const struct wlk_options o = {.timeout_ns = 1};
+	uint64_t t0 = now_ns();
+
+	for (int i = 0; i < PROBES; i++) {
+		struct wlk_lock *l;
+		int rc = wlk_acquire(pm, "q", 1, &o, &l);
+
+		if (rc != WLK_ETIMEDOUT)
+			die("probe: %s", wlk_strerror(rc));
+	}
+	samples_add(out, (double)(now_ns() - t0) / PROBES);
+}
+
+/* Runs of one point; appends to the pass samples, returns rep medians. */
+static void run(struct wlk_manager *hm, struct wlk_manager *pm, int n,
+		int cycles, struct samples pass[3], double med[3],
+		struct point *p)
+{
+	struct samples rep[3] = {{0}};
+	struct wlk_lock *h;
+	long sys0 = sc_count(&rel_sc);
+	pid_t pid;
+
+	memset(bu, 0, sizeof(*bu));
+	check(wlk_acquire(hm, "q", 1, NULL, &h), "acquire");
+	pid = spawn(shared_proc, (void *)(intptr_t)n);
+	for (int c = 0; c <= cycles; c++) {
+		uint64_t t0, t1, last = 0;
+
+		for (int i = 0; i < n; i++)
+			bu->granted_ns[i] = 0;
+		bu->cycle++;
+		fwake(&bu->cycle);
+		await_pending(hm, (size_t)n);
+		probes(pm, &rep[2]);
+		spin_until(now_ns() + SETTLE_NS);
+		sc_on(&rel_sc);
+		t0 = now_ns();
+		check(wlk_release(h), "release");
+		t1 = now_ns();
+		sc_off(&rel_sc);
+		/* Granted once all N were granted and released. */
+		check(wlk_acquire(hm, "q", 1, NULL, &h), "acquire");
+		for (int i = 0; i < n; i++) {
+			if (!bu->granted_ns[i])
+				die("waiter %d not granted", i);
+			if (bu->granted_ns[i] > last)
+				last = bu->granted_ns[i];
+		}
+		if (c == 0) { /* warm-up */
+			samples_reset(&rep[2]);
+			continue;
+		}
+		samples_add(&rep[0], (double)(last - t0) / 1e3);
+		samples_add(&rep[1], (double)(t1 - t0) / 1e3);
+	}
+	p->sys += sc_count(&rel_sc) - sys0;
+	p->releases += cycles + 1;
+	bu->quit = 1;
+	fwake(&bu->cycle);
+	reap(pid, "shared waiters");
+	check(wlk_release(h), "release");
+	for (int w = 0; w < 3; w++) {
+		for (size_t i = 0; i < rep[w].n; i++)
+			samples_add(&pass[w], rep[w].v[i]);
+		med[w] = median(rep[w].v, rep[w].n);
+		samples_free(&rep[w]);
+	}
+}
+
+static void report(size_t npoints)
+{
+	static const struct {
+		const char *key, *curve, *pre, *post, *unit;
+	} what[3] = {
+		{"p5.queue.sh", "queue.sh_all", "release -> all ",
+		 " queued shared waiters (threads of another process) "
+		 "granted", "us"},
+		{"p5.queue.rel", "queue.sh_release",
+		 "the release call that grants ", " queued shared waiters",
+		 "us"},
+		{"p5.queue.probe", "queue.probe",
+		 "enqueue + timeout-abort behind ", " pending requests",
+		 "ns/op"},
+	};
+
+	for (int w = 0; w < 3; w++) {
+		struct summary s;
+		char label[160];
+
+		for (size_t i = 0; i < npoints; i++) {
+			struct fig *f = w == 0 ? &pt[i].all
+				       : w == 1 ? &pt[i].rel : &pt[i].probe;
+
+			s = fig_sum(f);
+			emit_point(what[w].curve, points[i], &s);
+		}
+		snprintf(label, sizeof(label), "%s%d%s", what[w].pre,
+			 points[npoints - 1], what[w].post);
+		s = fig_sum(w == 0 ? &pt[npoints - 1].all
+			    : w == 1 ? &pt[npoints - 1].rel
+				     : &pt[npoints - 1].probe);
+		emit_fig(what[w].key, "5", label, what[w].unit, &s);
+		s = fig_sum(w == 0 ? &pt[0].all
+			    : w == 1 ? &pt[0].rel : &pt[0].probe);
+		emit_anchor(what[w].key, "the same with 1 waiter (same run)",
+			    what[w].unit, &s);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct wlk_manager *hm, *pm;
+	size_t npoints;
+	int reps, cycles;
+
+	bench_init(argc, argv, "scale_shared");
+	reps = QN(3, 1);
+	cycles = QN(20, 6);
+	npoints = QN(NPOINTS, NPOINTS - 1);
+	pin_cpu(0);
+	bu = shared_alloc(sizeof(*bu));
+	sc_open(&rel_sc);
+	lk_world_init("p5s");
+	check(wlk_manager_open(lkw.origin, NULL, &hm), "open");
+	check(wlk_manager_open(lkw.origin, NULL, &pm), "open");
+	for (int p = 0; p < bopt.passes; p++) {
+		struct samples pass[NPOINTS][3] = {{{0}}};
+		struct samples meds[NPOINTS][3] = {{{0}}};
+
+		for (int k = 0; k < reps; k++)
+			for (size_t i = 0; i < npoints; i++) {
+				double m[3];
+
+				run(hm, pm, points[i], cycles, pass[i], m,
+				    &pt[i]);
+				for (int w = 0; w < 3; w++)
+					samples_add(&meds[i][w], m[w]);
+			}
+		for (size_t i = 0; i < npoints; i++) {
+			struct fig *f[3] = {&pt[i].all, &pt[i].rel,
+					    &pt[i].probe};
+
+			for (int w = 0; w < 3; w++) {
+				fig_add(f[w], median(meds[i][w].v,
+						     meds[i][w].n),
+					quantile(pass[i][w].v, pass[i][w].n,
+						 0.99));
+				samples_free(&pass[i][w]);
+				samples_free(&meds[i][w]);
+			}
+		}
+	}
+	report(npoints);
+	for (size_t i = 0; i < npoints && rel_sc.fd >= 0; i++)
+		emit_note("the release call that grants %d queued shared "
+			  "waiters makes %.1f system calls (futex wake-ups)",
+			  points[i], (double)pt[i].sys / pt[i].releases);
+	sc_close(&rel_sc);
+	wlk_manager_close(hm);
+	wlk_manager_close(pm);
+	lk_world_fini();
+	bench_fini();
+	return 0;
+}
