@@ -27,6 +27,15 @@
 #define WLK_KEY_BYTES 16
 #define WLK_SHM_NAME_MAX 64
 
+/*
+ * Spinning before sleeping, on machines with more than one CPU: a lock
+ * handed over within this long costs no system call on either side.
+ */
+#define WLK_SPIN_NS (20ull * 1000)
+#define WLK_SPIN_CHECK 64 /* pause instructions between clock reads */
+#define WLK_MUTEX_SPINS 200 /* tries at the segment mutex before sleeping */
+bool wlk__spin_ok(void) WLK_INTERNAL;
+
 /* Grants whose waiters are woken one by one; more fall back to a sweep. */
 #define WLK_WAKE_BATCH 32
 /* Dead agents reaped per critical section (their lifelines are unlocked

@@ -240,7 +240,8 @@ struct wlk_seg_request {
 	uint32_t word;       /* [F][M] gen | FREE/PENDING/HELD/STOLEN */
 	uint8_t mode;        /* [M] enum wlk_mode */
 	uint8_t flags;       /* [M] WLK_REQF_* */
-	uint8_t pad0[2];
+	uint8_t sleeping;    /* [A] its waiter is (about to be) in the kernel */
+	uint8_t pad0;
 	uint32_t client;     /* [M] requesting client */
 	uint32_t client_gen; /* [M] */
 	uint32_t name;       /* [M] name entry */

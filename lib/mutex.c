@@ -56,6 +56,33 @@ static int repair(struct wlk__bucket *b, struct wlk__wake *wake)
 }
 
 /*
+ * glibc's robust mutex sleeps in the kernel as soon as it finds the mutex
+ * taken; the critical sections here last well under a microsecond, so a
+ * short spin on the lock word (read-only, then one trylock when it looks
+ * free) usually gets the mutex without two system calls. Every outcome of
+ * trylock is one lock() can have, handled alike by the caller.
+ */
+static int lock_spin(pthread_mutex_t *mu)
+{
+	const uint32_t *word = (const uint32_t *)mu; /* layout.h asserts */
+	int rc = pthread_mutex_trylock(mu);
+
+	if (rc != EBUSY)
+		return rc;
+	if (wlk__spin_ok()) {
+		for (int i = 0; i < WLK_MUTEX_SPINS; i++) {
+			caa_cpu_relax();
+			if (uatomic_read(word) != 0)
+				continue;
+			rc = pthread_mutex_trylock(mu);
+			if (rc != EBUSY)
+				return rc;
+		}
+	}
+	return pthread_mutex_lock(mu);
+}
+
+/*
  * wlk__lock() - lock the segment, repairing it if needed.
  * @b:    the bucket.
  * @wake: the caller's wake list, emptied here; recovery may ask for a
@@ -73,7 +100,7 @@ int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake)
 	wake->self1 = wake->n = wake->n_reaped = wake->n_bells = 0;
 	wake->sweep = false;
 
-	rc = pthread_mutex_lock(mu);
+	rc = lock_spin(mu);
 	if (rc == EOWNERDEAD) {
 		/* Its owner died inside a critical section. */
 		rc = repair(b, wake);
@@ -112,7 +139,10 @@ static void wake_sweep(struct wlk__bucket *b)
 /*
  * wlk__wake_flush() - issue the wake-ups collected in @wake. The slots may
  * have been recycled since the mutex was released; a wake-up of a recycled
- * slot is a spurious one, which every waiter tolerates.
+ * slot is a spurious one, which every waiter tolerates. A waiter still
+ * spinning needs no system call: it marks itself sleeping, then re-reads
+ * its word, and we changed the word, then read the mark (both sides with a
+ * full barrier between), so one of us sees the other.
  */
 void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 {
@@ -132,9 +162,13 @@ void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 	if (wake->sweep) {
 		wake_sweep(b);
 	} else {
-		for (uint32_t i = 0; i < wake->n; i++)
-			wlk__futex_wake(&wlk__req(b, wake->idx[i])->word,
-					INT32_MAX);
+		cmm_smp_mb(); /* pairs with the waiter's, in request.c */
+		for (uint32_t i = 0; i < wake->n; i++) {
+			struct wlk_seg_request *r = wlk__req(b, wake->idx[i]);
+
+			if (uatomic_read(&r->sleeping))
+				wlk__futex_wake(&r->word, INT32_MAX);
+		}
 	}
 	wake->n = 0;
 	wake->sweep = false;

@@ -53,6 +53,7 @@ static void request_fill(struct wlk__bucket *b, uint32_t ri, uint32_t ni,
 
 	r->mode = (uint8_t)e->mode;
 	r->flags = e->flags;
+	r->sleeping = 0;
 	r->client = e->client;
 	r->client_gen = e->client_gen;
 	r->name = ni;

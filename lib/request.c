@@ -76,12 +76,39 @@ static int watch_refresh(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
  * the signal's reason, WLK_ETIMEDOUT or WLK_ESTATE (manager closed), or an
  * error from the segment.
  */
+/*
+ * Spin a little before sleeping: a grant that comes meanwhile costs no
+ * system call on either side (the granter skips the wake of a waiter not
+ * marked sleeping). Return: true if the request left PENDING.
+ */
+static bool spin_grant(const uint32_t *word, uint32_t gen)
+{
+	uint64_t end;
+
+	if (!wlk__spin_ok())
+		return false;
+	end = wlk__now_ns() + WLK_SPIN_NS;
+	do {
+		for (int i = 0; i < WLK_SPIN_CHECK; i++) {
+			if (wlk__word_load(word) != WLK_WORD(gen, WLK_SLOT_PENDING))
+				return true;
+			caa_cpu_relax();
+		}
+	} while (wlk__now_ns() < end);
+	return false;
+}
+
 static int wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
 		      struct wlk_signal *sig, uint64_t deadline,
 		      struct watch *watch)
 {
-	uint32_t *word = &wlk__req(m->b, slot)->word;
+	struct wlk_seg_request *r = wlk__req(m->b, slot);
+	uint32_t *word = &r->word;
 
+	if (spin_grant(word, gen))
+		return 0;
+	/* A steal during the spin may have added a holder to watch. */
+	watch->stale = true;
 	for (;;) {
 		struct wlk__waitv v[3 + WLK_WATCH_MAX];
 		unsigned int n = 0;
@@ -121,7 +148,16 @@ static int wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
 						 : WLK_RECHECK_NS);
 		if (!until || recheck < until)
 			until = recheck;
+		/* Mark ourselves sleeping, then look once more: the granter
+		 * changes the word, then reads the mark (mutex.c). */
+		uatomic_set(&r->sleeping, 1);
+		cmm_smp_mb();
+		if (wlk__word_load(word) != w) {
+			uatomic_set(&r->sleeping, 0);
+			continue;
+		}
 		rc = wlk__futex_wait(v, n, until);
+		uatomic_set(&r->sleeping, 0);
 		if (rc == -ETIMEDOUT && until != deadline)
 			watch->stale = true;
 		/* A blocker's lifeline changed: it died or let go. The kernel
