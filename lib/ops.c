@@ -122,8 +122,12 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	return rc;
 }
 
-/* Take a pending request out of its queue and free it (spec 4.3). */
-static int unqueue(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
+/*
+ * Take a request out of its queue (pending: spec 4.3) or the held set (held:
+ * spec 4.2), free it, and run the name's queue.
+ */
+static int drop(struct wlk__bucket *b, uint32_t ri, bool held,
+		struct wlk__wake *wake)
 {
 	struct wlk_seg_name *n;
 	uint32_t ni;
@@ -132,34 +136,27 @@ static int unqueue(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
 	n = wlk__name_of(b, wlk__req(b, ri), &ni);
 	if (!n)
 		return WLK_ECORRUPT;
-	rc = wlk__dequeue(b, n, ri);
+	rc = held ? wlk__ungrant(b, n, ri) : wlk__dequeue(b, n, ri);
 	if (rc)
 		return rc;
-	WLK_FAILPOINT(unqueue_after_remove);
+	if (held)
+		WLK_FAILPOINT(release_after_ungrant);
+	else
+		WLK_FAILPOINT(unqueue_after_remove);
 	wlk__req_free(b, ri);
 	rc = wlk__process_queue(b, ni, wake);
 	wlk__name_put(b, ni);
 	return rc;
 }
 
-/* Take a held request out of the held set and free it (spec 4.2). */
+static int unqueue(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
+{
+	return drop(b, ri, false, wake);
+}
+
 static int unhold(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
 {
-	struct wlk_seg_name *n;
-	uint32_t ni;
-	int rc;
-
-	n = wlk__name_of(b, wlk__req(b, ri), &ni);
-	if (!n)
-		return WLK_ECORRUPT;
-	rc = wlk__ungrant(b, n, ri);
-	if (rc)
-		return rc;
-	WLK_FAILPOINT(release_after_ungrant);
-	wlk__req_free(b, ri);
-	rc = wlk__process_queue(b, ni, wake);
-	wlk__name_put(b, ni);
-	return rc;
+	return drop(b, ri, true, wake);
 }
 
 /*
