@@ -212,21 +212,20 @@ static void limits(void)
 
 	if (ratio(SAME, 0, 1) < 1.5)
 		emit_limit("p4.same",
-			   "%.2fx flock. Every grant is a handoff to the "
-			   "other process asleep in the kernel: %.2f "
-			   "voluntary context switches per acquisition "
-			   "(flock %.2f, whose releaser takes the lock again "
-			   "before the woken waiter runs): one grant every "
-			   "%.1f us, each waiting for a wake-up on the other "
-			   "CPU (part 2 times one). Strict FIFO to a "
-			   "sleeping waiter caps the rate at one wake-up per "
-			   "grant. Unpinned, weblocks reached "
-			   "%.2fx flock in this run, with %.3f context "
-			   "switches per acquisition",
-			   ratio(SAME, 0, 1), per_acq(SAME, 0, false),
-			   per_acq(SAME, 1, false), 1e6 / same,
-			   ratio(SAME_UNPINNED, 0, 1),
-			   per_acq(SAME_UNPINNED, 0, false));
+			   "%.2fx flock, one grant every %.2f us, with %.2f "
+			   "voluntary context switches per acquisition (flock "
+			   "%.2f): the waiter spins on its request word, so "
+			   "handoffs need no wake-up. Strict FIFO hands every "
+			   "grant to the "
+			   "other process, so each acquisition moves the "
+			   "segment mutex, the name entry and the request "
+			   "slots between the two CPUs (both critical "
+			   "sections); flock lets its releaser take the lock "
+			   "again. Unpinned, weblocks reached %.2fx flock in "
+			   "this run",
+			   ratio(SAME, 0, 1), 1e6 / same,
+			   per_acq(SAME, 0, false), per_acq(SAME, 1, false),
+			   ratio(SAME_UNPINNED, 0, 1));
 	if (fig_sum(&res[SAME][0].share).median < 45.0)
 		emit_limit("p4.share",
 			   "%.2f voluntary context switches per acquisition: "
@@ -241,11 +240,12 @@ static void limits(void)
 	if (two / one < 1.8)
 		emit_limit("p4.scale",
 			   "two names in one bucket: %.2f system calls and "
-			   "%.3f context switches per acquisition (futex on "
-			   "the contended segment mutex; 1 process: %.2f): "
-			   "every operation on any name of a bucket takes "
-			   "the bucket's one segment mutex, so the two "
-			   "processes contend for it. Variant timed in the "
+			   "%.3f context switches per acquisition (1 process: "
+			   "%.2f system calls): every operation on any name "
+			   "of a bucket takes the bucket's one segment mutex "
+			   "(a design choice: one consistent snapshot, one "
+			   "recovery point), so the two processes serialise "
+			   "on it and its cache line. Variant timed in the "
 			   "same passes, the two names in two buckets (two "
 			   "segments): %.3gM acq/s, %.2fx one process",
 			   per_acq(TWO, 0, true), per_acq(TWO, 0, false),
