@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* locks.c - weblocks and the anchor locks behind the interface of locks.h. */
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <stdio.h>
@@ -10,6 +11,8 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include <weblocks/async.h>
+
 #include "locks.h"
 
 struct lk_world lkw;
@@ -76,6 +79,11 @@ void lk_open(struct lk *l, enum lk_kind kind, bool shared, int name,
 	case LK_WLK:
 		check(wlk_manager_open(lkw.origin, NULL, &l->m), "open");
 		break;
+	case LK_WLK_ASYNC:
+		check(wlk_manager_open(lkw.origin, NULL, &l->m), "open");
+		l->fd = wlk_manager_fd(l->m);
+		check(l->fd < 0 ? l->fd : 0, "manager fd");
+		break;
 	case LK_WLK_B:
 		check(wlk_manager_open(lkw.origin_b, NULL, &l->m), "open");
 		break;
@@ -94,7 +102,8 @@ void lk_open(struct lk *l, enum lk_kind kind, bool shared, int name,
 
 void lk_close(struct lk *l)
 {
-	if (l->kind == LK_WLK || l->kind == LK_WLK_B)
+	if (l->kind == LK_WLK || l->kind == LK_WLK_B ||
+	    l->kind == LK_WLK_ASYNC)
 		wlk_manager_close(l->m);
 	else if (l->kind == LK_FLOCK)
 		close(l->fd);
@@ -131,6 +140,32 @@ void futex_unlock(uint32_t *w)
 	}
 }
 
+static void granted(struct wlk_async *req, int status, struct wlk_lock *lock,
+		    void *arg)
+{
+	struct lk *l = arg;
+
+	(void)req;
+	l->held = lock;
+	l->status = status;
+}
+
+/* What an event loop does: request, sleep in poll(), dispatch. */
+static int acquire_async(struct lk *l, const struct wlk_options *o)
+{
+	struct pollfd p = {.fd = l->fd, .events = POLLIN};
+	int rc;
+
+	l->status = 1;
+	rc = wlk_request_async(l->m, names[l->name], 1, o, granted, l, NULL);
+	while (!rc && l->status == 1) {
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			return -1;
+		rc = wlk_manager_dispatch(l->m) < 0;
+	}
+	return rc ? rc : l->status;
+}
+
 int lk_acquire(struct lk *l)
 {
 	static const struct wlk_options ex, sh = {.mode = WLK_SHARED};
@@ -159,6 +194,8 @@ int lk_acquire(struct lk *l)
 		return flock(l->fd, l->shared ? LOCK_SH : LOCK_EX);
 	case LK_BROKER:
 		return broker_acquire(l->fd, l->name, l->shared);
+	case LK_WLK_ASYNC:
+		return acquire_async(l, l->shared ? &sh : &ex);
 	}
 	return -1;
 }
@@ -170,6 +207,7 @@ int lk_release(struct lk *l)
 	switch (l->kind) {
 	case LK_WLK:
 	case LK_WLK_B:
+	case LK_WLK_ASYNC:
 		return wlk_release(l->held);
 	case LK_ROBUST:
 		return pthread_mutex_unlock(&lkw.shm->robust[l->name].mu);

@@ -28,6 +28,8 @@ enum lk_kind {
 	LK_FLOCK,     /* flock(2) on an fd opened once */
 	LK_OPENFLOCK, /* open + flock + flock(LOCK_UN) + close per acquire */
 	LK_BROKER,    /* a lock server process over AF_UNIX seqpacket */
+	LK_WLK_ASYNC, /* weblocks: wlk_request_async(), then poll() on the
+			 manager's descriptor and dispatch until granted */
 };
 
 /* A lock server, one socket per client, all created before forking. */
@@ -72,6 +74,7 @@ struct lk {
 	int fd;
 	struct wlk_manager *m;
 	struct wlk_lock *held;
+	int status; /* LK_WLK_ASYNC: the callback's; 1 until it runs */
 };
 
 void lk_world_init(const char *tag);

@@ -149,7 +149,10 @@ void wlk__timer_arm(struct wlk__actx *a)
 		its.it_value.tv_sec = (time_t)(next / WLK_NSEC_PER_SEC);
 		its.it_value.tv_nsec = (long)(next % WLK_NSEC_PER_SEC);
 	}
-	timerfd_settime(a->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+	/* Disarming an unarmed timer is a system call for nothing. */
+	if (next || a->timer_armed)
+		timerfd_settime(a->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+	a->timer_armed = next != 0;
 }
 
 /* Queue under the mutex; a request settled at once rings our own bell. */
@@ -215,6 +218,7 @@ WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
 
 		rc = fd < 0 ? fd : wlk__epoll_add(a->epfd, fd,
 						 EPOLLIN | EPOLLET);
+		a->edge_sources = true;
 	}
 	if (!rc)
 		rc = enqueue(m, r, o);
@@ -222,8 +226,13 @@ WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
 		cds_list_add_tail(&r->link, &a->pending);
 		if (r->deadline)
 			wlk__timer_arm(a);
-		/* Complete through dispatch even if settled already. */
-		wlk__bell_ring(a->bell_id);
+		/* Settled at once: complete through dispatch all the same.
+		 * Pending: watch whom it waits for (a granter rings). */
+		if (r->settled || wlk__req(m->b, r->l->slot)->word !=
+				       WLK_WORD(r->l->gen, WLK_SLOT_PENDING))
+			wlk__bell_ring(a->bell_id);
+		else
+			wlk__pidwatch_update(m, a);
 	}
 	pthread_mutex_unlock(&m->amu);
 	if (rc) {

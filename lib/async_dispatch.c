@@ -24,7 +24,12 @@ static void drain(struct wlk__actx *a)
 	int n;
 
 	wlk__bell_drain(a->bell);
-	(void)!read(a->tfd, &ticks, sizeof(ticks));
+	if (a->timer_armed)
+		(void)!read(a->tfd, &ticks, sizeof(ticks));
+	/* Level-triggered sources are empty now; only edges and pidfds
+	 * need consuming (the common grant takes no more system calls). */
+	if (!a->edge_sources && !a->n_pid)
+		return;
 	while ((n = epoll_wait(a->epfd, ev, EVENTS_BATCH, 0)) > 0) {
 		for (int i = 0; i < n; i++)
 			wlk__pidwatch_fired(a, ev[i].data.fd);

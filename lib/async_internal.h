@@ -29,6 +29,8 @@ struct wlk__actx {
 	struct pidwatch pid[PIDFD_MAX];
 	unsigned int n_pid;
 	uint64_t recheck; /* a blocker is not watched: look again then */
+	bool timer_armed;  /* the timerfd may fire: read it when draining */
+	bool edge_sources; /* signal eventfds (edge-triggered) were added */
 };
 
 struct wlk_async {

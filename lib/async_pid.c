@@ -114,13 +114,23 @@ void wlk__pidwatch_update(struct wlk_manager *m, struct wlk__actx *a)
 {
 	uint32_t agents[PIDFD_MAX];
 	unsigned int n;
-	bool all = blockers_of(m, a, agents, &n);
+	bool all;
 
+	/* Nothing waits: keep the pidfds for next time (their processes
+	 * are often the next blockers), and skip the segment mutex. */
+	if (cds_list_empty(&a->pending)) {
+		a->recheck = 0;
+		return;
+	}
+	all = blockers_of(m, a, agents, &n);
+	/* A pidfd stays while its agent lives, wanted now or not, unless
+	 * room is needed: a process that is not blocking us costs nothing
+	 * until it exits (then its pidfd fires once and is dropped). */
 	for (unsigned int i = a->n_pid; i-- > 0;) {
 		struct pidwatch *p = &a->pid[i];
 
-		if (!wanted(agents, n, p->agent) ||
-		    WLK_WORD_GEN(wlk__agent(m->b, p->agent)->word) != p->gen)
+		if (WLK_WORD_GEN(wlk__agent(m->b, p->agent)->word) != p->gen ||
+		    (a->n_pid == PIDFD_MAX && !wanted(agents, n, p->agent)))
 			drop(a, i);
 	}
 	for (unsigned int i = 0; i < n; i++) {

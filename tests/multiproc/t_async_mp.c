@@ -453,7 +453,9 @@ Test(async_mp, edge_triggered_epoll_wakes_once_per_completion, T_FIX,
 	T_ASSERT_RC(req_async(m, "r", NULL, &rr), 0);
 	T_ASSERT_RC(req_async(m, "s", &os, &rs), 0);
 	T_ASSERT_RC(req_async(m, "s", &os, &rt), 0);
-	cr_assert_eq(ep_wait(ep, T_WAIT_MS), 1, "no edge after the requests");
+	/* Pending requests owe no callback yet; an edge is allowed but not
+	 * required, and dispatch runs nothing. */
+	(void)ep_wait(ep, 0);
 	T_ASSERT_RC(wlk_manager_dispatch(m), 0);
 	cr_assert_eq(ep_wait(ep, 0), 0, "edge without news");
 	cr_assert_not(t_readable(fd), "fd readable with nothing ready");
