@@ -107,8 +107,6 @@ static int wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
 
 	if (spin_grant(word, gen))
 		return 0;
-	/* A steal during the spin may have added a holder to watch. */
-	watch->stale = true;
 	for (;;) {
 		struct wlk__waitv v[3 + WLK_WATCH_MAX];
 		unsigned int n = 0;
@@ -220,8 +218,15 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 	if (rc)
 		return rc;
 	rc = wlk__request_lock(b, &e, &wake, &l->slot, &l->gen);
-	if (rc == 0)
+	/*
+	 * Arm the watch once: here, or, when the waiter spins first, after
+	 * the spin (a steal during it would add a holder to watch), so that
+	 * the blockers are probed once per wait, not twice.
+	 */
+	if (rc == 0 && !wlk__spin_ok())
 		watch_arm(b, l->slot, l->gen, &wake, &watch);
+	else
+		watch = (struct watch){.n = 0, .complete = true, .stale = true};
 	wlk__unlock(b, &wake);
 	*got = rc == 0;
 	if (rc)
