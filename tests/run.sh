@@ -16,40 +16,9 @@ srcdir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jobs=${JOBS:-$(nproc)}
 check_timeout=${CHECK_TIMEOUT:-1200}
 
-# Debian packages the build and the tests need (libuv1-dev only for
-# examples/libuv); installed only when missing.
-packages=(build-essential autoconf automake libtool pkg-config liburcu-dev
-	libcriterion-dev libuv1-dev)
-
-install_missing() {
-	local missing=() p sudo=()
-
-	if ! command -v dpkg-query >/dev/null; then
-		echo "run.sh: not a Debian system; make sure these are" \
-			"installed: ${packages[*]}" >&2
-		return 0
-	fi
-	for p in "${packages[@]}"; do
-		# dpkg -s also succeeds for removed packages that left config.
-		if [[ $(dpkg-query -W -f='${db:Status-Status}' "$p" \
-			2>/dev/null) != installed ]]; then
-			missing+=("$p")
-		fi
-	done
-	[[ ${#missing[@]} -eq 0 ]] && return 0
-	if [[ $(id -u) -ne 0 ]]; then
-		command -v sudo >/dev/null || {
-			echo "run.sh: need root or sudo to install:" \
-				"${missing[*]}" >&2
-			exit 1
-		}
-		sudo=(sudo)
-	fi
-	echo "run.sh: installing ${missing[*]}"
-	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
-	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -q "${missing[@]}"
-}
+deps_who=run.sh
+# shellcheck source=tests/deps.sh
+source "$srcdir/tests/deps.sh"
 
 passed=0
 failed=0
