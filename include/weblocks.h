@@ -465,9 +465,11 @@ WLK_EXPORT bool wlk_lock_stolen(const struct wlk_lock *lock);
  * wlk_lock_token() - Fencing token of a grant.
  * @lock: the lock.
  *
- * Every grant in a bucket gets a token greater than every earlier grant's,
- * so a resource can refuse writes from a holder that lost its lock (stolen,
- * or released by close) to a later one.
+ * Every grant of a name gets a token greater than every earlier grant's of
+ * the same name in the bucket, so the resource the name guards can refuse
+ * writes from a holder that lost its lock (stolen, or released by close) to
+ * a later one. Tokens of different names are not ordered with each other
+ * (each name counts on its own, which keeps names independent).
  *
  * Context: thread-safe; never sleeps.
  *

@@ -50,6 +50,8 @@ struct snap {
 	char *names;
 	size_t n_ra, n_rc, n_rr, names_used, rr_cap, names_cap;
 	uint32_t mutex; /* its lock word before we took it ourselves */
+	uint64_t max_token; /* largest token of the names in use */
+	uint32_t spare;     /* reserved or fast slots, held ones excluded */
 };
 
 static uint32_t load32(const uint32_t *p)
@@ -122,6 +124,21 @@ static int copy_list(struct wlk__bucket *b, struct snap *s, uint32_t head,
 	return 0;
 }
 
+/* A lock held through the name's fast word (layout.h, FAST PATH). */
+static int copy_fast(struct wlk__bucket *b, struct snap *s, uint32_t ni,
+		     size_t off, uint32_t len)
+{
+	uint64_t f = uatomic_read(&wlk__name(b, ni)->fast);
+	uint32_t h1 = WLK_FAST_HOLDER1(f);
+
+	if (!h1 || h1 - 1 >= b->geo.max_requests ||
+	    WLK_WORD_STATE(load32(&wlk__req(b, h1 - 1)->word)) !=
+		    WLK_SLOT_FAST)
+		return 0;
+	s->spare--; /* counted among the reserved, but it is held */
+	return add_req(b, s, h1 - 1, off, len, WLK_REQ_HELD, 0);
+}
+
 static int copy_names(struct wlk__bucket *b, struct snap *s)
 {
 	for (uint32_t i = 0; i < b->geo.max_names; i++) {
@@ -138,8 +155,12 @@ static int copy_names(struct wlk__bucket *b, struct snap *s)
 		memcpy(s->names + off, wlk__name_bytes(n), len);
 		s->names[off + len] = '\0';
 		s->names_used += (size_t)len + 1;
-		rc = copy_list(b, s, load32(&n->h_head), off, len,
-			       WLK_REQ_HELD);
+		if (uatomic_read(&n->token) > s->max_token)
+			s->max_token = uatomic_read(&n->token);
+		rc = copy_fast(b, s, i, off, len);
+		if (!rc)
+			rc = copy_list(b, s, load32(&n->h_head), off, len,
+				       WLK_REQ_HELD);
 		if (!rc)
 			rc = copy_list(b, s, load32(&n->q_head), off, len,
 				       WLK_REQ_PENDING);
@@ -152,6 +173,9 @@ static int copy_names(struct wlk__bucket *b, struct snap *s)
 		uint32_t w = load32(&r->word), ni = r->name, len;
 		size_t off = SIZE_MAX;
 
+		if (WLK_WORD_STATE(w) == WLK_SLOT_RESERVED ||
+		    WLK_WORD_STATE(w) == WLK_SLOT_FAST)
+			s->spare++;
 		if (WLK_WORD_STATE(w) != WLK_SLOT_STOLEN)
 			continue;
 		len = ni < b->geo.max_names ? wlk__name(b, ni)->len : 0;
@@ -200,6 +224,8 @@ static int copy_once(struct wlk__bucket *b, struct snap *s, bool lock)
 	if (rc)
 		return rc;
 	s->n_ra = s->n_rc = s->n_rr = s->names_used = 0;
+	s->max_token = 0;
+	s->spare = 0;
 	memcpy(&s->hdr, b->hdr, sizeof(s->hdr));
 	copy_agents_clients(b, s);
 	rc = copy_names(b, s);
@@ -293,14 +319,17 @@ static int build(struct wlk_inspect *in, struct snap *s)
 		.needs_repair = h->needs_repair != 0,
 		.recovery_epoch = h->recovery_epoch,
 		.reaped_agents = h->reaped_agents,
-		.last_token = h->next_token,
+		.last_token = h->next_token > s->max_token ? h->next_token
+							    : s->max_token,
 		.max_agents = in->b.geo.max_agents,
 		.max_clients = in->b.geo.max_clients,
 		.max_names = in->b.geo.max_names,
 		.max_requests = in->b.geo.max_requests,
 		.max_name_len = in->b.geo.max_name_len,
 		.agents = (uint32_t)s->n_ra, .clients = (uint32_t)s->n_rc,
-		.names = h->n_names, .requests = h->n_requests,
+		.names = h->n_names,
+		.requests = h->n_requests > s->spare ? h->n_requests - s->spare
+						    : 0,
 		.mutex_owner_tid = (pid_t)(mutex & FUTEX_TID_MASK),
 		.mutex_owner_dead = (mutex & FUTEX_OWNER_DIED) != 0,
 		.locked = in->flags & WLK_INSPECT_LOCKED,

@@ -97,6 +97,18 @@ struct wlk__bucket {
 	uint32_t agent_gen;
 };
 
+/*
+ * A request slot a manager keeps in reserve for the fast path (fast.c).
+ * state: EMPTY (no slot), READY (slot RESERVED, free to take), BUSY (taken
+ * by a fast lock, or being filled).
+ */
+#define WLK_LANES 4
+struct wlk__lane {
+	uint32_t state; /* [A] */
+	uint32_t slot;
+	uint32_t gen;
+};
+
 /* struct wlk_manager: a client of a bucket. */
 struct wlk_manager {
 	struct wlk__bucket *b;
@@ -109,6 +121,7 @@ struct wlk_manager {
 	char client_id[WLK_CLIENT_ID_MAX + 1];
 	pthread_mutex_t amu;     /* guards actx and what hangs off it */
 	struct wlk__actx *actx;  /* async state (async.c), NULL until used */
+	struct wlk__lane lanes[WLK_LANES];
 };
 
 /* struct wlk_lock: a granted request, owned by the caller. */
@@ -118,6 +131,11 @@ struct wlk_lock {
 	uint32_t gen;
 	enum wlk_mode mode;
 	uint64_t token;
+	/* Taken by the fast path: the name entry whose fast word holds it. */
+	bool fast;
+	uint8_t lane;
+	uint32_t fast_name;
+	uint32_t fast_ngen;
 	/* wlk_lock_on_stolen(), under m->amu */
 	struct cds_list_head watch;
 	bool watched;
@@ -276,6 +294,20 @@ int wlk__bucket_get(const char *origin, const struct wlk_manager_options *o,
 void wlk__bucket_put(struct wlk__bucket *b) WLK_INTERNAL;
 unsigned long wlk__fork_gen(void) WLK_INTERNAL;
 
+/* fast.c: acquire and release without the mutex, and its mutex side. */
+int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l) WLK_INTERNAL;
+int wlk__fast_release(struct wlk_lock *l) WLK_INTERNAL;
+void wlk__fast_forget(struct wlk_lock *l) WLK_INTERNAL;
+void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)
+	WLK_INTERNAL;
+uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
+int wlk__name_inflate(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
+void wlk__name_deflate(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
+bool wlk__fast_holds(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
+	WLK_INTERNAL;
+void wlk__stash_fill(struct wlk_manager *m) WLK_INTERNAL;
+uint32_t wlk__stash_reclaim(struct wlk__bucket *b) WLK_INTERNAL;
+
 /* table.c: slot allocation and lookup; all under the segment mutex. */
 int wlk__name_find(struct wlk__bucket *b, const void *name, uint32_t len,
 		   uint64_t hash, uint32_t *out) WLK_INTERNAL;
@@ -287,6 +319,8 @@ void wlk__idle_append(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
 void wlk__name_reset(struct wlk_seg_name *n) WLK_INTERNAL;
 uint32_t wlk__req_alloc(struct wlk__bucket *b) WLK_INTERNAL;
 void wlk__req_free(struct wlk__bucket *b, uint32_t r) WLK_INTERNAL;
+bool wlk__req_reclaim(struct wlk__bucket *b, uint32_t r, uint32_t word)
+	WLK_INTERNAL;
 int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
 		      uint64_t now, uint32_t *out) WLK_INTERNAL;
 void wlk__client_free(struct wlk__bucket *b, uint32_t c) WLK_INTERNAL;
@@ -330,9 +364,11 @@ int wlk__dequeue(struct wlk__bucket *b, struct wlk_seg_name *n,
 		 uint32_t ri) WLK_INTERNAL;
 int wlk__ungrant(struct wlk__bucket *b, struct wlk_seg_name *n,
 		 uint32_t ri) WLK_INTERNAL;
+int wlk__adopt(struct wlk__bucket *b, struct wlk_seg_name *n,
+	       uint32_t ri) WLK_INTERNAL;
 int wlk__steal(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 	       struct wlk__wake *wake) WLK_INTERNAL;
-void wlk__drop_client(struct wlk__bucket *b, uint32_t c,
+void wlk__drop_client(struct wlk__bucket *b, uint32_t c, bool dead,
 		      struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__steal_apply(struct wlk__bucket *b, uint32_t r,
 		     struct wlk__wake *wake) WLK_INTERNAL;

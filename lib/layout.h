@@ -61,7 +61,7 @@
 #include <stdint.h>
 
 /* Bump on any change to this file; it is part of the segment name too. */
-#define WLK_LAYOUT_VERSION 2u
+#define WLK_LAYOUT_VERSION 3u
 #define WLK_SEG_MAGIC "WEBLOCKS"
 #define WLK_SEG_MAGIC_LEN 8
 #define WLK_CACHELINE 64u
@@ -89,7 +89,43 @@ enum wlk_slot_state {
 	WLK_SLOT_PENDING = 2, /* requests: in their name's queue */
 	WLK_SLOT_HELD = 3,    /* requests: in the held set */
 	WLK_SLOT_STOLEN = 4,  /* requests: stolen, until the holder releases */
+	WLK_SLOT_RESERVED = 5, /* requests: kept by a client for FAST PATH */
+	WLK_SLOT_FAST = 6,     /* requests: claimed by its client's fast path;
+				* held if its name's fast word names it */
 };
+
+/*
+ * FAST PATH (fast.c). An uncontended acquire and its release need not take
+ * the segment mutex. Each name entry has a 64-bit fast word:
+ *
+ *     63..35 name gen (29 bits)  34 ON  33..11 holder slot + 1  10..0 its gen
+ *
+ * ON means the name's mutex-side state is empty (no held set, no queue) and
+ * the fast path may take it: a client CASes ON|gen|0 to ON|gen|holder, with
+ * holder a request slot it keeps in reserve (RESERVED, client set under the
+ * mutex) and has claimed (CAS to FAST, then name/mode filled). The holder
+ * releases by CASing the holder back to 0. Anything under the mutex that
+ * needs the name first inflates it: CAS ON off (holder kept), turn the
+ * holder's slot into an ordinary HELD request, then clear the holder. With
+ * ON clear, the fast path fails and callers take the mutex. A name is
+ * deflated (ON set) when its held set and queue become empty. A fast word
+ * with ON clear and a holder is an inflation a dead process left halfway:
+ * recovery finishes it. The holder's slot-gen bits make a stale handle's
+ * release CAS fail after the slot was reused.
+ */
+#define WLK_FAST_GEN_SHIFT 35u
+#define WLK_FAST_ON (1ull << 34)
+#define WLK_FAST_HOLDER_SHIFT 11u
+#define WLK_FAST_HOLDER_MASK ((1ull << 23) - 1u)
+#define WLK_FAST_SGEN_MASK ((1ull << WLK_FAST_HOLDER_SHIFT) - 1u)
+#define WLK_FAST(ngen, on, slot1, sgen)                                       \
+	(((uint64_t)(ngen) << WLK_FAST_GEN_SHIFT) | ((on) ? WLK_FAST_ON : 0) | \
+	 ((uint64_t)(slot1) << WLK_FAST_HOLDER_SHIFT) |                        \
+	 ((uint64_t)(sgen) & WLK_FAST_SGEN_MASK))
+#define WLK_FAST_NGEN(f) ((uint32_t)((f) >> WLK_FAST_GEN_SHIFT))
+#define WLK_FAST_HOLDER1(f)                                                   \
+	((uint32_t)(((f) >> WLK_FAST_HOLDER_SHIFT) & WLK_FAST_HOLDER_MASK))
+#define WLK_FAST_SGEN(f) ((uint32_t)((f) & WLK_FAST_SGEN_MASK))
 
 /* wlk_seg_request.flags */
 #define WLK_REQF_ASYNC 0x1u /* its waiter polls a doorbell, not the word */
@@ -140,7 +176,7 @@ struct wlk_seg_header {
 	uint32_t needs_repair;   /* [A] an operation found a bad index */
 	uint64_t recovery_epoch; /* [M] repairs so far */
 	uint64_t next_seq;       /* [M] request order; last one used */
-	uint64_t next_token;     /* [M] fencing tokens; last one used */
+	uint64_t next_token;     /* [M] tokens: high-water of evicted names */
 	uint64_t reaped_agents;  /* [A] dead agents reaped so far */
 	uint8_t state_pad[24];
 
@@ -215,13 +251,18 @@ struct wlk_seg_client {
  * A name entry is in use while some request (held or pending) refers to it,
  * and stays in use, idle, after the last one goes: the next request for the
  * name finds it ready. Idle entries are on an LRU list and are taken over
- * when a new name finds the free list empty.
+ * when a new name finds the free list empty. An idle entry may still be
+ * held through its fast word (FAST PATH); eviction inflates it first.
+ * The first line is what the fast path reads and writes.
  */
 struct wlk_seg_name {
-	uint32_t word;      /* [M] gen | FREE/USED */
+	uint32_t word;      /* [M][A] gen | FREE/USED */
 	uint32_t len;       /* [M] <= max_name_len */
 	uint64_t hash;      /* [M] SipHash of the bytes, keyed by seg_key */
-	uint32_t chain;     /* [D] next in hash chain, or in the free list */
+	uint64_t fast;      /* [A] FAST PATH word */
+	uint64_t token;     /* [A] last fencing token given for this name */
+	uint32_t chain;     /* [D][A] next in hash chain, or in the free list */
+	uint8_t pad0[28];
 	uint32_t q_head;    /* [D] pending queue, in request order */
 	uint32_t q_tail;    /* [D] */
 	uint32_t h_head;    /* [D] held list */
@@ -231,7 +272,7 @@ struct wlk_seg_name {
 	uint32_t n_pending; /* [D] */
 	uint32_t idle_prev; /* [D] idle list links, WLK_NIL when not idle */
 	uint32_t idle_next; /* [D] */
-	uint8_t pad[8];
+	uint8_t pad1[28];
 	/* followed by max_name_len bytes, padded to name_stride */
 };
 
@@ -272,7 +313,10 @@ _Static_assert(offsetof(struct wlk_seg_header, origin_len) == 448,
 	       "identity strings after the derived line");
 _Static_assert(sizeof(struct wlk_seg_agent) == 128, "agent slot size");
 _Static_assert(sizeof(struct wlk_seg_client) == 192, "client slot size");
-_Static_assert(sizeof(struct wlk_seg_name) == 64, "name entry header size");
+_Static_assert(sizeof(struct wlk_seg_name) == 128, "name entry header size");
+_Static_assert(offsetof(struct wlk_seg_name, fast) % 8 == 0 &&
+		       offsetof(struct wlk_seg_name, q_head) == WLK_CACHELINE,
+	       "the fast path's fields on the first line, aligned");
 _Static_assert(sizeof(struct wlk_seg_request) == 64, "request slot size");
 _Static_assert(offsetof(struct wlk_seg_request, word) == 0,
 	       "futex word first, 4-byte aligned");

@@ -129,7 +129,7 @@ WLK_EXPORT void wlk_manager_close(struct wlk_manager *m)
 		uatomic_inc(&m->close_word);
 		wlk__futex_wake(&m->close_word, INT32_MAX);
 		if (!wlk__lock(m->b, &wake)) {
-			wlk__drop_client(m->b, m->client, &wake);
+			wlk__drop_client(m->b, m->client, false, &wake);
 			wlk__unlock(m->b, &wake);
 		}
 		/* Callbacks still owed run now, with WLK_ESTATE. */

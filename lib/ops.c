@@ -30,6 +30,8 @@ static int find_name(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		*ni = WLK_NIL;
 		return 0;
 	}
+	if (!rc)
+		rc = wlk__name_inflate(b, *ni);
 	if (rc || !e->if_available || available(wlk__name(b, *ni), e->mode))
 		return rc;
 	/* Refuse only for live holders: a dead one is reaped first. */
@@ -83,19 +85,23 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 {
 	struct wlk_seg_header *h = b->hdr;
 	uint64_t hash = wlk__name_hash(b, e->name, e->name_len);
-	uint32_t ni, ri;
+	uint32_t ni = WLK_NIL, ri;
 	int rc;
 
 	if (!wlk__client_live(b, e->client, e->client_gen))
 		return WLK_ESTATE;
 	rc = find_name(b, e, hash, wake, &ni);
 	if (rc)
-		return rc;
+		goto settle;
 	/* Check every table before changing anything. */
+	if (h->free_requests == WLK_NIL)
+		wlk__stash_reclaim(b);
 	if (h->free_requests == WLK_NIL ||
 	    (ni == WLK_NIL && h->free_names == WLK_NIL &&
-	     h->idle_head == WLK_NIL))
-		return WLK_EFULL;
+	     h->idle_head == WLK_NIL)) {
+		rc = WLK_EFULL;
+		goto settle;
+	}
 	if (ni != WLK_NIL) {
 		rc = wlk__name_touch(b, ni);
 		if (rc)
@@ -119,6 +125,12 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	else
 		rc = wlk__enqueue(b, ni, ri, wake);
 	wake->self1 = 0;
+	return rc;
+settle:
+	/* Inflated for nothing: give the fast path its name back. */
+	if (ni < b->geo.max_names &&
+	    WLK_WORD_STATE(wlk__name(b, ni)->word) == WLK_SLOT_USED)
+		wlk__name_put(b, ni);
 	return rc;
 }
 
@@ -172,6 +184,15 @@ int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 	if (ri >= b->geo.max_requests)
 		return WLK_ESTATE;
 	w = wlk__req(b, ri)->word;
+	/* Held through the fast path: make it an ordinary lock first. */
+	if (w == WLK_WORD(gen, WLK_SLOT_FAST) &&
+	    wlk__req(b, ri)->name < b->geo.max_names) {
+		int rc = wlk__name_inflate(b, wlk__req(b, ri)->name);
+
+		if (rc)
+			return rc;
+		w = wlk__req(b, ri)->word;
+	}
 	if (w == WLK_WORD(gen, WLK_SLOT_STOLEN)) {
 		wlk__req_free(b, ri);
 		return WLK_ESTOLEN;
@@ -204,24 +225,58 @@ int wlk__abort_request(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 }
 
 /*
+ * The slots a client keeps for the fast path (layout.h, FAST PATH): a
+ * reserved one is freed; one its fast path claimed is a held lock if its
+ * name's fast word says so (inflated, then released like any other), and
+ * otherwise an acquire in flight, which only a dead owner leaves behind: a
+ * live owner finds its client gone and discards the slot itself.
+ */
+static void drop_fast(struct wlk__bucket *b, uint32_t ri, uint32_t w,
+		      bool dead, struct wlk__wake *wake)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+	uint32_t ni = r->name;
+
+	if (WLK_WORD_STATE(w) == WLK_SLOT_RESERVED) {
+		wlk__req_reclaim(b, ri, w);
+		return;
+	}
+	if (ni < b->geo.max_names && wlk__fast_holds(b, ni, ri)) {
+		if (wlk__name_inflate(b, ni) == 0 &&
+		    wlk__req(b, ri)->word == WLK_WORD(WLK_WORD_GEN(w),
+						      WLK_SLOT_HELD))
+			unhold(b, ri, wake);
+		return;
+	}
+	if (dead)
+		wlk__req_free(b, ri);
+}
+
+/*
  * wlk__drop_client() - spec 2.6 "terminate remaining locks and requests"
  * for one client: abort its requests, release its locks, then forget it.
+ * @dead: its process is gone (reaped), rather than closing the manager.
  * Every slot is visited once. When releasing slot k grants other requests,
  * the client's own requests below k are already gone, so any of them it
  * grants sits above k and is released when the scan gets there.
  */
-void wlk__drop_client(struct wlk__bucket *b, uint32_t ci,
+void wlk__drop_client(struct wlk__bucket *b, uint32_t ci, bool dead,
 		      struct wlk__wake *wake)
 {
 	uint32_t gen = WLK_WORD_GEN(wlk__client(b, ci)->word);
 
 	for (uint32_t ri = 0; ri < b->geo.max_requests; ri++) {
 		struct wlk_seg_request *r = wlk__req(b, ri);
-		uint32_t state = WLK_WORD_STATE(r->word);
+		uint32_t w = uatomic_read(&r->word);
+		uint32_t state = WLK_WORD_STATE(w);
 
 		if (state == WLK_SLOT_FREE || r->client != ci ||
 		    r->client_gen != gen)
 			continue;
+		if (state == WLK_SLOT_RESERVED || state == WLK_SLOT_FAST) {
+			drop_fast(b, ri, w, dead, wake);
+			continue;
+		}
 		wlk__wake_add(b, wake, ri);
 		WLK_FAILPOINT(drop_client_mid);
 		if (state == WLK_SLOT_PENDING)

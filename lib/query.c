@@ -140,9 +140,16 @@ static int copy_state(struct wlk__bucket *b, struct qbuf *q)
 		size_t off = q->names_used;
 		int rc;
 
+		if (WLK_WORD_STATE(n->word) != WLK_SLOT_USED)
+			continue;
+		/* A lock held through the fast path joins the held set. */
+		if (WLK_FAST_HOLDER1(uatomic_read(&n->fast))) {
+			rc = wlk__name_inflate(b, i);
+			if (rc)
+				return rc;
+		}
 		/* Idle names have nothing to show. */
-		if (WLK_WORD_STATE(n->word) != WLK_SLOT_USED ||
-		    (n->h_head == WLK_NIL && n->q_head == WLK_NIL))
+		if (n->h_head == WLK_NIL && n->q_head == WLK_NIL)
 			continue;
 		if (len > b->geo.max_name_len)
 			return wlk__corrupt(b);

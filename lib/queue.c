@@ -158,12 +158,35 @@ static int grant(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 		n->n_shared++;
 	else
 		n->n_excl++;
-	r->token = ++b->hdr->next_token;
+	r->token = uatomic_add_return(&n->token, 1);
 	r->grant_ns = wlk__stamp_ns();
 	WLK_FAILPOINT(grant_after_list);
 	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
 					   WLK_SLOT_HELD));
 	wlk__wake_add(b, wake, ri);
+	return 0;
+}
+
+/*
+ * wlk__adopt() - a lock held through the fast path (FAST, in no list)
+ * becomes an ordinary held request: its grant and token stand.
+ */
+int wlk__adopt(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+	int rc = list_append(b, held_of(n), ri);
+
+	if (rc)
+		return rc;
+	if (r->mode == WLK_SHARED)
+		n->n_shared++;
+	else
+		n->n_excl++;
+	r->seq = ++b->hdr->next_seq;
+	r->sleeping = 0;
+	r->flags = 0;
+	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
+					   WLK_SLOT_HELD));
 	return 0;
 }
 

@@ -46,7 +46,7 @@ static void reap(struct wlk__bucket *b, uint32_t ai, struct wlk__wake *wake)
 
 		if (WLK_WORD_STATE(c->word) == WLK_SLOT_USED &&
 		    c->agent == ai && c->agent_gen == gen)
-			wlk__drop_client(b, ci, wake);
+			wlk__drop_client(b, ci, true, wake);
 	}
 	wlk__agent_free(b, ai, gen);
 	WLK_FAILPOINT(reap_after_free);

@@ -86,12 +86,13 @@ static bool request_sane(struct wlk__bucket *b, struct wlk_seg_request *r)
 {
 	uint32_t state = WLK_WORD_STATE(r->word);
 
-	if (state < WLK_SLOT_PENDING || state > WLK_SLOT_STOLEN ||
+	if (state < WLK_SLOT_PENDING || state > WLK_SLOT_FAST ||
 	    r->mode > WLK_SHARED ||
 	    !wlk__client_live(b, r->client, r->client_gen))
 		return false;
-	/* A stolen lock is in no list; its name may be gone. */
-	return state == WLK_SLOT_STOLEN ||
+	/* A stolen lock is in no list; its name may be gone. A slot kept
+	 * for the fast path, or claimed by it, is in no list either. */
+	return state >= WLK_SLOT_STOLEN ||
 	       (r->name < b->geo.max_names &&
 		wlk__name(b, r->name)->word ==
 			WLK_WORD(r->name_gen, WLK_SLOT_USED));
@@ -135,6 +136,33 @@ static void held_insert(struct wlk__bucket *b, struct wlk_seg_name *n,
 		n->n_shared++;
 	else
 		n->n_excl++;
+}
+
+/*
+ * Fast words: every fast holder becomes an ordinary held request, linked
+ * below with the others (so an inflation a dead process left halfway is
+ * finished), and every fast path is turned off; idle names get theirs back
+ * once the lists are rebuilt. Live fast paths race with this: CAS.
+ */
+static void rebuild_fast(struct wlk__bucket *b)
+{
+	for (uint32_t i = 0; i < b->geo.max_names; i++) {
+		struct wlk_seg_name *n = wlk__name(b, i);
+		uint32_t s = WLK_NIL;
+
+		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED)
+			s = wlk__fast_off(b, i);
+		if (s != WLK_NIL &&
+		    wlk__client_live(b, wlk__req(b, s)->client,
+				     wlk__req(b, s)->client_gen)) {
+			wlk__req(b, s)->seq = ++b->hdr->next_seq;
+			wlk__word_store(&wlk__req(b, s)->word,
+					WLK_WORD(WLK_WORD_GEN(
+							 wlk__req(b, s)->word),
+						 WLK_SLOT_HELD));
+		}
+		uatomic_set(&n->fast, WLK_FAST(WLK_WORD_GEN(n->word), 0, 0, 0));
+	}
 }
 
 static void rebuild_requests(struct wlk__bucket *b)
@@ -198,8 +226,10 @@ static void rebuild_name_lists(struct wlk__bucket *b)
 		struct wlk_seg_name *n = wlk__name(b, i);
 
 		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED &&
-		    n->h_head == WLK_NIL && n->q_head == WLK_NIL)
+		    n->h_head == WLK_NIL && n->q_head == WLK_NIL) {
 			wlk__idle_append(b, i);
+			wlk__name_deflate(b, i);
+		}
 	}
 }
 
@@ -220,6 +250,7 @@ int wlk__rebuild(struct wlk__bucket *b)
 	rebuild_agents(b);
 	rebuild_clients(b);
 	rebuild_names(b);
+	rebuild_fast(b);
 	rebuild_requests(b);
 	rebuild_name_lists(b);
 	return 0;

@@ -194,6 +194,31 @@ int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 	return rc;
 }
 
+/*
+ * Release @l's lock: by the fast path if it took it that way and its name
+ * is still not inflated, else under the mutex. A fast-born lock whose
+ * manager was closed meanwhile has its slot discarded here.
+ */
+static int release_handle(struct wlk_lock *l)
+{
+	struct wlk_manager *m = l->m;
+	int rc;
+
+	if (l->fast && !wlk__fast_release(l)) {
+		if (!uatomic_read(&m->closed))
+			return 0;
+		rc = 0;
+	} else {
+		rc = wlk__release_slot(m->b, l->slot, l->gen);
+	}
+	if (l->fast) {
+		if (uatomic_read(&m->closed))
+			wlk__fast_discard(m->b, l->slot, l->gen);
+		wlk__fast_forget(l);
+	}
+	return rc;
+}
+
 /* Queue the request and wait for its grant; *got = false on a miss. */
 static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 		  const struct wlk_options *o, bool *got)
@@ -218,6 +243,8 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 	if (rc)
 		return rc;
 	rc = wlk__request_lock(b, &e, &wake, &l->slot, &l->gen);
+	if (rc >= 0)
+		wlk__stash_fill(m);
 	/*
 	 * Arm the watch once: here, or, when the waiter spins first, after
 	 * the spin (a steal during it would add a holder to watch), so that
@@ -264,6 +291,28 @@ release:
 	return why;
 }
 
+/*
+ * The uncontended path (fast.c), with the checks a grant gets on the slow
+ * path: a manager closed meanwhile, a signal aborted meanwhile (spec 4.4
+ * step 14.1). Return: 0 (held), 1 (take the mutex), or an error with
+ * nothing held.
+ */
+static int fast(struct wlk_manager *m, struct wlk_lock *l,
+		const struct wlk_options *o)
+{
+	int why;
+
+	if (wlk__fast_acquire(m, l))
+		return 1;
+	why = uatomic_read(&m->closed) ? WLK_ESTATE
+	      : o->signal		? uatomic_read(&o->signal->reason)
+					: 0;
+	if (!why)
+		return 0;
+	release_handle(l);
+	return why;
+}
+
 struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 			       size_t len, enum wlk_mode mode)
 {
@@ -275,6 +324,7 @@ struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 	l->mode = mode;
 	l->watched = false;
 	l->on_stolen = NULL;
+	l->fast = false;
 	l->name_len = len;
 	memcpy(l->name, name, len);
 	l->name[len] = '\0';
@@ -319,6 +369,18 @@ static int acquire(struct wlk_manager *m, const char *name, size_t len,
 		wlk__manager_leave(m);
 		return -ENOMEM;
 	}
+	if (!o->steal) {
+		rc = fast(m, l, o);
+		if (rc <= 0) {
+			if (rc) {
+				free(l);
+				wlk__manager_leave(m);
+				return rc;
+			}
+			*out = l;
+			return 0;
+		}
+	}
 	rc = obtain(m, l, o, &got);
 	if (rc || !got) {
 		free(l);
@@ -358,7 +420,7 @@ WLK_EXPORT int wlk_release(struct wlk_lock *l)
 	if (m->fork_gen == wlk__fork_gen()) {
 		if (l->watched)
 			wlk__async_unwatch(l);
-		rc = wlk__release_slot(m->b, l->slot, l->gen);
+		rc = release_handle(l);
 	}
 	free(l);
 	wlk__manager_leave(m);

@@ -118,11 +118,17 @@ int wlk__name_touch(struct wlk__bucket *b, uint32_t ni)
 	return idle(wlk__name(b, ni)) ? idle_remove(b, ni) : 0;
 }
 
-/* The last request of a name went: keep the entry, idle. */
+/* The last request of a name went: keep the entry, idle, and let the
+ * fast path have it. */
 void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
 {
-	if (idle(wlk__name(b, ni)))
+	struct wlk_seg_name *n = wlk__name(b, ni);
+
+	if (!idle(n))
+		return;
+	if (n->idle_prev == WLK_NIL && b->hdr->idle_head != ni)
 		wlk__idle_append(b, ni);
+	wlk__name_deflate(b, ni);
 }
 
 /* Free the least recently used idle name, for a new name to use. */
@@ -133,14 +139,28 @@ static int name_evict(struct wlk__bucket *b)
 	struct wlk_seg_name *n;
 	int rc;
 
-	if (ni == WLK_NIL)
-		return WLK_EFULL;
-	if (ni >= b->geo.max_names)
-		return wlk__corrupt(b);
+	/* An idle name may be held through its fast word: inflating it
+	 * takes it off the idle list, held; the next one is tried. */
+	for (uint32_t steps = 0;; steps++) {
+		if (ni == WLK_NIL)
+			return WLK_EFULL;
+		if (ni >= b->geo.max_names || steps >= b->geo.max_names)
+			return wlk__corrupt(b);
+		rc = wlk__name_inflate(b, ni);
+		if (rc)
+			return rc;
+		if (idle(wlk__name(b, ni)))
+			break;
+		ni = h->idle_head;
+	}
 	rc = idle_remove(b, ni);
 	if (rc)
 		return rc;
 	n = wlk__name(b, ni);
+	/* Later grants of a new entry for this name must still be above
+	 * every token it gave (wlk_lock_token()). */
+	if (n->token > h->next_token)
+		h->next_token = n->token;
 	link = chain_head(b, n->hash);
 	for (uint32_t steps = 0; *link != ni; steps++) {
 		if (*link >= b->geo.max_names || steps >= b->geo.max_names)
@@ -184,6 +204,8 @@ int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 	h->free_names = n->chain;
 	n->len = len;
 	n->hash = hash;
+	n->token = h->next_token;
+	uatomic_set(&n->fast, WLK_FAST(WLK_WORD_GEN(n->word), 0, 0, 0));
 	memcpy(wlk__name_bytes(n), name, len);
 	wlk__name_reset(n);
 	wlk__word_store(&n->word, WLK_WORD(WLK_WORD_GEN(n->word),
@@ -227,6 +249,27 @@ void wlk__req_free(struct wlk__bucket *b, uint32_t ri)
 	r->next = h->free_requests;
 	h->free_requests = ri;
 	wlk__count(&h->n_requests, -1);
+}
+
+/*
+ * wlk__req_reclaim() - take back a slot a client keeps in reserve, unless
+ * its fast path claimed it first (both CAS the word). Return: whether it
+ * was freed.
+ */
+bool wlk__req_reclaim(struct wlk__bucket *b, uint32_t ri, uint32_t word)
+{
+	struct wlk_seg_header *h = b->hdr;
+	struct wlk_seg_request *r = wlk__req(b, ri);
+
+	if (uatomic_cmpxchg(&r->word, word,
+			    WLK_WORD(WLK_WORD_GEN(word) + 1, WLK_SLOT_FREE)) !=
+	    word)
+		return false;
+	r->prev = WLK_NIL;
+	r->next = h->free_requests;
+	h->free_requests = ri;
+	wlk__count(&h->n_requests, -1);
+	return true;
 }
 
 bool wlk__client_live(struct wlk__bucket *b, uint32_t c, uint32_t gen)

@@ -24,6 +24,7 @@ struct vctx {
 	struct wlk__bucket *b;
 	unsigned int count;
 	uint8_t *seen; /* per request slot: listed once */
+	uint8_t *fast_seen; /* per request slot: some name's fast holder */
 	uint8_t *idle_seen; /* per name slot: on the idle list */
 	char (*msgs)[REPORT_LEN];
 };
@@ -190,6 +191,38 @@ static uint32_t check_list(struct vctx *v, uint32_t ni, bool held,
 	return len;
 }
 
+/* The name's fast word (layout.h, FAST PATH), under the mutex. */
+static void check_fast(struct vctx *v, uint32_t ni, bool idle)
+{
+	struct wlk__bucket *b = v->b;
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint64_t f = uatomic_read(&n->fast);
+	uint32_t h1 = WLK_FAST_HOLDER1(f);
+
+	if (WLK_FAST_NGEN(f) != WLK_WORD_GEN(n->word))
+		bad(v, "name %u: fast word of gen %u, name gen %u", ni,
+		    WLK_FAST_NGEN(f), WLK_WORD_GEN(n->word));
+	if (!(f & WLK_FAST_ON)) {
+		if (h1)
+			bad(v, "name %u: fast path off with holder %u", ni,
+			    h1 - 1);
+		if (idle)
+			bad(v, "name %u: idle, fast path off", ni);
+		return;
+	}
+	if (!idle)
+		bad(v, "name %u: fast path on with a held set or queue", ni);
+	if (h1 && (h1 - 1 >= b->geo.max_requests ||
+		   WLK_WORD_STATE(wlk__req(b, h1 - 1)->word) !=
+			   WLK_SLOT_FAST ||
+		   !wlk__fast_holds(b, ni, h1 - 1) ||
+		   wlk__req(b, h1 - 1)->name_gen != WLK_WORD_GEN(n->word)))
+		bad(v, "name %u: fast holder %u is not its fast request", ni,
+		    h1 - 1);
+	else if (h1 && v->fast_seen[h1 - 1]++)
+		bad(v, "request %u: fast holder of two names", h1 - 1);
+}
+
 static void check_name(struct vctx *v, uint32_t ni, uint64_t *bytes)
 {
 	struct wlk__bucket *b = v->b;
@@ -217,6 +250,7 @@ static void check_name(struct vctx *v, uint32_t ni, uint64_t *bytes)
 	if (ex > 1 || (ex && sh))
 		bad(v, "name %u: %u exclusive and %u shared holders", ni, ex,
 		    sh);
+	check_fast(v, ni, !ex && !sh && !q);
 	if ((!ex && !sh && !q) != v->idle_seen[ni])
 		bad(v, "name %u: %s the idle list", ni,
 		    v->idle_seen[ni] ? "referenced, yet on" : "idle, not on");
@@ -294,6 +328,18 @@ static void check_names(struct vctx *v)
 			b->geo.max_names - used, name_word, name_next);
 }
 
+/* Tokens come from the name's counter: at least 1, at most its last. */
+static bool token_ok(struct wlk__bucket *b, const struct wlk_seg_request *r)
+{
+	if (!r->token)
+		return false;
+	if (r->name >= b->geo.max_names ||
+	    wlk__name(b, r->name)->word !=
+		    WLK_WORD(r->name_gen, WLK_SLOT_USED))
+		return true; /* stolen, and the name went since */
+	return r->token <= wlk__name(b, r->name)->token;
+}
+
 static void check_requests(struct vctx *v)
 {
 	struct wlk__bucket *b = v->b;
@@ -306,7 +352,7 @@ static void check_requests(struct vctx *v)
 		if (s == WLK_SLOT_FREE)
 			continue;
 		used++;
-		if (s < WLK_SLOT_PENDING || s > WLK_SLOT_STOLEN) {
+		if (s < WLK_SLOT_PENDING || s > WLK_SLOT_FAST) {
 			bad(v, "request %u: state %u", i, s);
 			continue;
 		}
@@ -315,12 +361,15 @@ static void check_requests(struct vctx *v)
 		if (!wlk__client_live(b, r->client, r->client_gen))
 			bad(v, "request %u: its client %u is gone", i,
 			    r->client);
-		if (s != WLK_SLOT_STOLEN && !v->seen[i])
+		/* Stolen, reserved and fast requests are in no list; a fast
+		 * one holds its name only if the name's fast word says so
+		 * (check_fast()), else its acquire is in flight. */
+		if (s < WLK_SLOT_STOLEN && !v->seen[i])
 			bad(v, "request %u: in no list", i);
-		if (s == WLK_SLOT_STOLEN && v->seen[i])
-			bad(v, "stolen request %u is still listed", i);
-		if (s != WLK_SLOT_PENDING &&
-		    (!r->token || r->token > b->hdr->next_token))
+		if (s >= WLK_SLOT_STOLEN && v->seen[i])
+			bad(v, "request %u in state %u is listed", i, s);
+		if ((s == WLK_SLOT_HELD || s == WLK_SLOT_STOLEN) &&
+		    !token_ok(b, r))
 			bad(v, "request %u: token %llu", i,
 			    (unsigned long long)r->token);
 	}
@@ -360,9 +409,10 @@ int wlk__validate(struct wlk__bucket *b, bool lock, wlk_violation_cb cb,
 	int rc;
 
 	v.seen = calloc(b->geo.max_requests, 1);
+	v.fast_seen = calloc(b->geo.max_requests, 1);
 	v.idle_seen = calloc(b->geo.max_names, 1);
 	v.msgs = calloc(REPORT_KEPT, sizeof(*v.msgs));
-	rc = !v.seen || !v.idle_seen || !v.msgs ? -ENOMEM
+	rc = !v.seen || !v.fast_seen || !v.idle_seen || !v.msgs ? -ENOMEM
 	     : lock			    ? wlk__lock(b, &wake)
 					    : 0;
 	if (rc == WLK_ECORRUPT && cb)
@@ -388,6 +438,7 @@ int wlk__validate(struct wlk__bucket *b, bool lock, wlk_violation_cb cb,
 		rc = v.count ? WLK_ECORRUPT : 0;
 	}
 	free(v.seen);
+	free(v.fast_seen);
 	free(v.idle_seen);
 	free(v.msgs);
 	return rc;

@@ -75,7 +75,7 @@ enum wlk_request_state {
  *                   repairs.
  * @recovery_epoch:  repairs so far.
  * @reaped_agents:   dead processes reaped so far.
- * @last_token:      the last fencing token given out.
+ * @last_token:      the largest fencing token given out so far.
  * @max_agents:      capacity of the agent (process) table.
  * @max_clients:     capacity of the client (manager) table.
  * @max_names:       capacity of the name table.
@@ -84,7 +84,8 @@ enum wlk_request_state {
  * @agents:          agents in use.
  * @clients:         clients in use.
  * @names:           names in use.
- * @requests:        requests in use (held, pending or stolen).
+ * @requests:        requests in use (held, pending or stolen; not the
+ *                   slots managers keep in reserve for the fast path).
  * @mutex_owner_tid: thread holding the segment mutex, or 0.
  * @mutex_owner_dead: that thread died holding it (the next locker repairs).
  * @locked:          the copy was made under the segment mutex.

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fast.c - the uncontended path: acquire and release a lock nobody else
+ * wants without the segment mutex (layout.h, FAST PATH).
+ *
+ * A manager keeps a few request slots in reserve (lanes). An acquire finds
+ * the name entry without the mutex, claims a reserved slot and CASes the
+ * name's fast word from "on, no holder" to "on, held by that slot". The
+ * release CASes it back. Two processes on two names then share no cache
+ * line, and an acquire+release pair makes two CASes on the name's line.
+ *
+ * Everything else goes through the mutex, and whatever there needs a name
+ * inflates it first (wlk__name_inflate()): the fast holder becomes an
+ * ordinary held request and the fast path stays off until the name is idle
+ * again. A fast operation that fails for any reason returns 1 and the
+ * caller takes the mutex; nothing here is an error.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+_Static_assert(WLK_LIMIT_MAX_REQUESTS + 1ull <= WLK_FAST_HOLDER_MASK,
+	       "a fast word holds any request slot + 1");
+
+/* Process-local lane states (struct wlk__lane). */
+enum { LANE_EMPTY = 0, LANE_READY = 1, LANE_BUSY = 2 };
+
+/* How many retries a mutex-side CAS makes against a fast path in a loop. */
+#define INFLATE_TRIES 1000
+
+static uint64_t fast_load(const uint64_t *f)
+{
+	uint64_t v = uatomic_read(f);
+
+	cmm_smp_rmb();
+	return v;
+}
+
+/*
+ * Find @name without the mutex. The hash chains may change under us, so
+ * the walk is bounded, every index checked, and a match is only believed
+ * if the entry's word did not change while its bytes were compared (bytes
+ * are written only while the entry is FREE). The caller's CAS on the fast
+ * word, which carries the gen, settles any remaining race.
+ */
+static bool name_peek(struct wlk__bucket *b, const char *name, uint32_t len,
+		      uint64_t hash, uint32_t *ni, uint32_t *gen)
+{
+	uint32_t i = uatomic_read(
+		&wlk__hash_heads(b)[hash & (b->geo.hash_buckets - 1)]);
+
+	for (uint32_t steps = 0; i != WLK_NIL; steps++) {
+		struct wlk_seg_name *n;
+		uint32_t w;
+
+		if (i >= b->geo.max_names || steps >= b->geo.max_names)
+			return false;
+		n = wlk__name(b, i);
+		w = wlk__word_load(&n->word);
+		if (WLK_WORD_STATE(w) == WLK_SLOT_USED &&
+		    uatomic_read(&n->hash) == hash &&
+		    uatomic_read(&n->len) == len &&
+		    !memcmp(wlk__name_bytes(n), name, len)) {
+			cmm_smp_rmb();
+			if (uatomic_read(&n->word) != w)
+				return false;
+			*ni = i;
+			*gen = WLK_WORD_GEN(w);
+			return true;
+		}
+		i = uatomic_read(&n->chain);
+	}
+	return false;
+}
+
+static struct wlk__lane *lane_take(struct wlk_manager *m)
+{
+	for (unsigned int i = 0; i < WLK_LANES; i++)
+		if (uatomic_read(&m->lanes[i].state) == LANE_READY &&
+		    uatomic_cmpxchg(&m->lanes[i].state, LANE_READY,
+				    LANE_BUSY) == LANE_READY)
+			return &m->lanes[i];
+	return NULL;
+}
+
+/*
+ * wlk__fast_acquire() - take @l's name in @l->mode without the mutex.
+ * Return: 0 with @l filled (slot, gen, token, fast fields); 1 when it cannot
+ * (no reserved slot, unknown name, any holder or queue, a race): take the
+ * mutex instead.
+ */
+int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l)
+{
+	struct wlk__bucket *b = m->b;
+	struct wlk__lane *lane = lane_take(m);
+	struct wlk_seg_request *r;
+	struct wlk_seg_name *n;
+	uint32_t ni, ngen, s, g;
+	uint64_t hash, on;
+	uint64_t now;
+
+	if (!lane)
+		return 1;
+	s = lane->slot;
+	g = lane->gen;
+	r = wlk__req(b, s);
+	/* The mutex side may have reclaimed it (wlk__stash_reclaim()). */
+	if (uatomic_cmpxchg(&r->word, WLK_WORD(g, WLK_SLOT_RESERVED),
+			    WLK_WORD(g, WLK_SLOT_FAST)) !=
+	    WLK_WORD(g, WLK_SLOT_RESERVED)) {
+		uatomic_set(&lane->state, LANE_EMPTY);
+		return 1;
+	}
+	hash = wlk__name_hash(b, l->name, l->name_len);
+	if (!name_peek(b, l->name, (uint32_t)l->name_len, hash, &ni, &ngen))
+		goto undo;
+	n = wlk__name(b, ni);
+	on = WLK_FAST(ngen, 1, 0, 0);
+	if (fast_load(&n->fast) != on)
+		goto undo;
+	now = wlk__stamp_ns();
+	r->mode = (uint8_t)l->mode;
+	r->flags = 0;
+	r->name = ni;
+	r->name_gen = ngen;
+	r->token = 0;
+	r->enq_ns = r->grant_ns = now;
+	/* The CAS publishes the fields above to whoever inflates. */
+	if (uatomic_cmpxchg(&n->fast, on, WLK_FAST(ngen, 1, s + 1, g)) != on)
+		goto undo;
+	l->token = uatomic_add_return(&n->token, 1);
+	uatomic_set(&r->token, l->token);
+	l->slot = s;
+	l->gen = g;
+	l->fast_name = ni;
+	l->fast_ngen = ngen;
+	l->lane = (uint8_t)(lane - m->lanes);
+	l->fast = true;
+	return 0;
+undo:
+	wlk__word_store(&r->word, WLK_WORD(g, WLK_SLOT_RESERVED));
+	uatomic_set(&lane->state, LANE_READY);
+	return 1;
+}
+
+/*
+ * wlk__fast_release() - release a lock taken by wlk__fast_acquire().
+ * Return: 0 if released; 1 if the name was inflated meanwhile (the lock is
+ * an ordinary held or stolen request now): release it under the mutex.
+ */
+int wlk__fast_release(struct wlk_lock *l)
+{
+	struct wlk_manager *m = l->m;
+	struct wlk__bucket *b = m->b;
+	struct wlk_seg_name *n = wlk__name(b, l->fast_name);
+	uint64_t held = WLK_FAST(l->fast_ngen, 1, l->slot + 1, l->gen);
+
+	if (uatomic_cmpxchg(&n->fast, held, WLK_FAST(l->fast_ngen, 1, 0, 0)) !=
+	    held)
+		return 1;
+	wlk__word_store(&wlk__req(b, l->slot)->word,
+			WLK_WORD(l->gen, WLK_SLOT_RESERVED));
+	uatomic_set(&m->lanes[l->lane].state, LANE_READY);
+	return 0;
+}
+
+/* After a mutex-side release of a fast-born lock: its slot is gone. */
+void wlk__fast_forget(struct wlk_lock *l)
+{
+	uatomic_set(&l->m->lanes[l->lane].state, LANE_EMPTY);
+	l->fast = false;
+}
+
+/*
+ * wlk__fast_discard() - a fast lane's slot whose manager was closed while
+ * it was in use: free it, unless it went already or is a held lock.
+ */
+void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)
+{
+	struct wlk_seg_request *r = wlk__req(b, s);
+	struct wlk__wake wake;
+	uint32_t w;
+
+	if (wlk__lock(b, &wake))
+		return;
+	w = r->word;
+	if (w == WLK_WORD(g, WLK_SLOT_RESERVED))
+		wlk__req_reclaim(b, s, w);
+	else if (w == WLK_WORD(g, WLK_SLOT_FAST) &&
+		 (r->name >= b->geo.max_names ||
+		  !wlk__fast_holds(b, r->name, s)))
+		wlk__req_free(b, s);
+	wlk__unlock(b, &wake);
+}
+
+/*
+ * wlk__name_inflate() - under the mutex: turn @ni's fast path off, making a
+ * fast holder an ordinary held request. Idempotent. Return: 0 or
+ * WLK_ECORRUPT.
+ */
+/*
+ * wlk__fast_off() - under the mutex: clear ON in @ni's fast word, racing
+ * only with fast paths (which CAS too). Return: the request slot the word
+ * names as holder, if that slot really is this name's fast holder, else
+ * WLK_NIL. The holder bits stay until the caller stores the word OFF.
+ */
+uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t ngen = WLK_WORD_GEN(n->word), s;
+	uint64_t f = fast_load(&n->fast);
+	struct wlk_seg_request *r;
+
+	for (int tries = 0; f & WLK_FAST_ON; tries++) {
+		uint64_t seen;
+
+		if (WLK_FAST_NGEN(f) != ngen || tries >= INFLATE_TRIES)
+			return WLK_NIL; /* not this entry's: no holder */
+		seen = uatomic_cmpxchg(&n->fast, f, f & ~WLK_FAST_ON);
+		if (seen == f)
+			break;
+		f = seen;
+	}
+	if (!WLK_FAST_HOLDER1(f) || WLK_FAST_NGEN(f) != ngen)
+		return WLK_NIL;
+	s = WLK_FAST_HOLDER1(f) - 1;
+	if (s >= b->geo.max_requests)
+		return WLK_NIL;
+	r = wlk__req(b, s);
+	/* A slot freed under its holder (a dead client) holds nothing. */
+	if (WLK_WORD_STATE(r->word) != WLK_SLOT_FAST ||
+	    (WLK_WORD_GEN(r->word) & WLK_FAST_SGEN_MASK) != WLK_FAST_SGEN(f) ||
+	    r->name != ni || r->name_gen != ngen || r->mode > WLK_SHARED)
+		return WLK_NIL;
+	return s;
+}
+
+int wlk__name_inflate(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t s = wlk__fast_off(b, ni);
+	int rc = 0;
+
+	if (s != WLK_NIL) {
+		rc = wlk__name_touch(b, ni);
+		if (!rc)
+			rc = wlk__adopt(b, n, s);
+	}
+	if (!rc)
+		uatomic_set(&n->fast,
+			    WLK_FAST(WLK_WORD_GEN(n->word), 0, 0, 0));
+	return rc;
+}
+
+/* Under the mutex: @ni has neither held set nor queue; let the fast path
+ * have it. */
+void wlk__name_deflate(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+
+	uatomic_set(&n->fast, WLK_FAST(WLK_WORD_GEN(n->word), 1, 0, 0));
+}
+
+/* Whether fast word @f of name @ni names request @ri as its holder. */
+bool wlk__fast_holds(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	struct wlk_seg_request *r = wlk__req(b, ri);
+	uint64_t f = fast_load(&n->fast);
+
+	return WLK_FAST_HOLDER1(f) == ri + 1 &&
+	       WLK_FAST_NGEN(f) == WLK_WORD_GEN(n->word) &&
+	       WLK_FAST_SGEN(f) ==
+		       (WLK_WORD_GEN(r->word) & WLK_FAST_SGEN_MASK) &&
+	       r->name == ni;
+}
+
+/*
+ * wlk__stash_fill() - under the mutex: put one free request slot in an
+ * empty lane of @m, while the table is less than three quarters full.
+ */
+void wlk__stash_fill(struct wlk_manager *m)
+{
+	struct wlk__bucket *b = m->b;
+	struct wlk_seg_header *h = b->hdr;
+	struct wlk_seg_request *r;
+	struct wlk__lane *lane = NULL;
+	uint32_t ri;
+
+	if (h->n_requests >= b->geo.max_requests - b->geo.max_requests / 4)
+		return;
+	for (unsigned int i = 0; i < WLK_LANES && !lane; i++)
+		if (uatomic_cmpxchg(&m->lanes[i].state, LANE_EMPTY,
+				    LANE_BUSY) == LANE_EMPTY)
+			lane = &m->lanes[i];
+	if (!lane)
+		return;
+	ri = wlk__req_alloc(b);
+	if (ri == WLK_NIL) {
+		uatomic_set(&lane->state, LANE_EMPTY);
+		return;
+	}
+	r = wlk__req(b, ri);
+	r->mode = WLK_EXCLUSIVE;
+	r->flags = 0;
+	r->sleeping = 0;
+	r->client = m->client;
+	r->client_gen = m->client_gen;
+	r->name = WLK_NIL;
+	r->name_gen = 0;
+	r->seq = r->token = 0;
+	r->enq_ns = r->grant_ns = 0;
+	r->prev = r->next = WLK_NIL;
+	lane->slot = ri;
+	lane->gen = WLK_WORD_GEN(r->word);
+	wlk__word_store(&r->word, WLK_WORD(lane->gen, WLK_SLOT_RESERVED));
+	uatomic_set(&lane->state, LANE_READY);
+}
+
+/*
+ * wlk__stash_reclaim() - under the mutex, with the free list empty: take
+ * back the slots clients keep in reserve. Return: how many.
+ */
+uint32_t wlk__stash_reclaim(struct wlk__bucket *b)
+{
+	uint32_t got = 0;
+
+	for (uint32_t ri = 0; ri < b->geo.max_requests; ri++) {
+		struct wlk_seg_request *r = wlk__req(b, ri);
+		uint32_t w = uatomic_read(&r->word);
+
+		if (WLK_WORD_STATE(w) == WLK_SLOT_RESERVED &&
+		    wlk__req_reclaim(b, ri, w))
+			got++;
+	}
+	return got;
+}
