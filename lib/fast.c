@@ -92,13 +92,28 @@ static struct wlk__lane *lane_take(struct wlk_manager *m)
 int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l)
 {
 	struct wlk__bucket *b = m->b;
-	struct wlk__lane *lane = lane_take(m);
+	struct wlk__lane *lane;
 	struct wlk_seg_request *r;
 	struct wlk_seg_name *n;
 	uint32_t ni, ngen, s, g;
-	uint64_t hash, on;
-	uint64_t now;
+	uint64_t hash, on, *cool;
 
+	hash = wlk__name_hash(b, l->name, l->name_len);
+	/* A name this manager found contended lately: straight to the
+	 * queue, not through the other process's cache lines first. */
+	cool = &m->cool[hash % WLK_COOL_SLOTS];
+	if (uatomic_read(cool)) {
+		if (wlk__stamp_ns() < uatomic_read(cool))
+			return 1;
+		uatomic_set(cool, 0);
+	}
+	if (!name_peek(b, l->name, (uint32_t)l->name_len, hash, &ni, &ngen))
+		return 1;
+	n = wlk__name(b, ni);
+	on = WLK_FAST(ngen, 1, 0, 0);
+	if (fast_load(&n->fast) != on)
+		goto contended;
+	lane = lane_take(m);
 	if (!lane)
 		return 1;
 	s = lane->slot;
@@ -111,23 +126,18 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l)
 		uatomic_set(&lane->state, LANE_EMPTY);
 		return 1;
 	}
-	hash = wlk__name_hash(b, l->name, l->name_len);
-	if (!name_peek(b, l->name, (uint32_t)l->name_len, hash, &ni, &ngen))
-		goto undo;
-	n = wlk__name(b, ni);
-	on = WLK_FAST(ngen, 1, 0, 0);
-	if (fast_load(&n->fast) != on)
-		goto undo;
-	now = wlk__stamp_ns();
 	r->mode = (uint8_t)l->mode;
 	r->flags = 0;
 	r->name = ni;
 	r->name_gen = ngen;
 	r->token = 0;
-	r->enq_ns = r->grant_ns = now;
+	r->enq_ns = r->grant_ns = wlk__stamp_ns();
 	/* The CAS publishes the fields above to whoever inflates. */
-	if (uatomic_cmpxchg(&n->fast, on, WLK_FAST(ngen, 1, s + 1, g)) != on)
-		goto undo;
+	if (uatomic_cmpxchg(&n->fast, on, WLK_FAST(ngen, 1, s + 1, g)) != on) {
+		wlk__word_store(&r->word, WLK_WORD(g, WLK_SLOT_RESERVED));
+		uatomic_set(&lane->state, LANE_READY);
+		goto contended;
+	}
 	l->token = uatomic_add_return(&n->token, 1);
 	uatomic_set(&r->token, l->token);
 	l->slot = s;
@@ -137,9 +147,8 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l)
 	l->lane = (uint8_t)(lane - m->lanes);
 	l->fast = true;
 	return 0;
-undo:
-	wlk__word_store(&r->word, WLK_WORD(g, WLK_SLOT_RESERVED));
-	uatomic_set(&lane->state, LANE_READY);
+contended:
+	uatomic_set(cool, wlk__stamp_ns() + WLK_FAST_COOL_NS);
 	return 1;
 }
 
@@ -246,7 +255,9 @@ int wlk__name_inflate(struct wlk__bucket *b, uint32_t ni)
 		if (!rc)
 			rc = wlk__adopt(b, n, s);
 	}
-	if (!rc)
+	/* Stored only if it changes: fast paths elsewhere read this line. */
+	if (!rc && uatomic_read(&n->fast) !=
+			   WLK_FAST(WLK_WORD_GEN(n->word), 0, 0, 0))
 		uatomic_set(&n->fast,
 			    WLK_FAST(WLK_WORD_GEN(n->word), 0, 0, 0));
 	return rc;

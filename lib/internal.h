@@ -103,6 +103,7 @@ struct wlk__bucket {
  * by a fast lock, or being filled).
  */
 #define WLK_LANES 4
+#define WLK_COOL_SLOTS 16
 struct wlk__lane {
 	uint32_t state; /* [A] */
 	uint32_t slot;
@@ -122,6 +123,9 @@ struct wlk_manager {
 	pthread_mutex_t amu;     /* guards actx and what hangs off it */
 	struct wlk__actx *actx;  /* async state (async.c), NULL until used */
 	struct wlk__lane lanes[WLK_LANES];
+	/* Per name hash: until when (coarse clock) not to try the fast
+	 * path, having found the name contended; 0: try. */
+	uint64_t cool[WLK_COOL_SLOTS];
 };
 
 /* struct wlk_lock: a granted request, owned by the caller. */
@@ -293,6 +297,14 @@ int wlk__bucket_get(const char *origin, const struct wlk_manager_options *o,
 		    struct wlk__bucket **out) WLK_INTERNAL;
 void wlk__bucket_put(struct wlk__bucket *b) WLK_INTERNAL;
 unsigned long wlk__fork_gen(void) WLK_INTERNAL;
+
+/*
+ * How long a name a request had to wait for stays off the fast path
+ * (layout.h, FAST PATH): longer than a waiter takes to re-request it, so
+ * that two processes taking turns keep their FIFO order. Timed with the
+ * coarse clock, whose ticks are a few milliseconds.
+ */
+#define WLK_FAST_COOL_NS (20ull * 1000 * 1000)
 
 /* fast.c: acquire and release without the mutex, and its mutex side. */
 int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l) WLK_INTERNAL;

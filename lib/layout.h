@@ -108,7 +108,10 @@ enum wlk_slot_state {
  * needs the name first inflates it: CAS ON off (holder kept), turn the
  * holder's slot into an ordinary HELD request, then clear the holder. With
  * ON clear, the fast path fails and callers take the mutex. A name is
- * deflated (ON set) when its held set and queue become empty. A fast word
+ * deflated (ON set) when its held set and queue become empty, unless a
+ * request had to wait for it recently (waited_ns): a contended name stays
+ * on the mutex path, whose queue is FIFO, rather than let a holder that
+ * releases and re-takes it by the fast path overtake a waiter on its way. A fast word
  * with ON clear and a holder is an inflation a dead process left halfway:
  * recovery finishes it. The holder's slot-gen bits make a stale handle's
  * release CAS fail after the slot was reused.
@@ -272,7 +275,10 @@ struct wlk_seg_name {
 	uint32_t n_pending; /* [D] */
 	uint32_t idle_prev; /* [D] idle list links, WLK_NIL when not idle */
 	uint32_t idle_next; /* [D] */
-	uint8_t pad1[28];
+	uint32_t pad1;
+	uint64_t waited_ns; /* [M] CLOCK_MONOTONIC_COARSE when a request last
+			     * had to wait: FAST PATH stays off a while */
+	uint8_t pad2[16];
 	/* followed by max_name_len bytes, padded to name_stride */
 };
 

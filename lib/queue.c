@@ -338,7 +338,10 @@ int wlk__enqueue(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 	if (rc)
 		return rc;
 	n->n_pending++;
-	return wlk__process_queue(b, ni, wake);
+	rc = wlk__process_queue(b, ni, wake);
+	if (!rc && WLK_WORD_STATE(wlk__req(b, ri)->word) == WLK_SLOT_PENDING)
+		n->waited_ns = wlk__stamp_ns();
+	return rc;
 }
 
 /* Take a pending request out of its name's queue. */

@@ -128,7 +128,8 @@ void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
 		return;
 	if (n->idle_prev == WLK_NIL && b->hdr->idle_head != ni)
 		wlk__idle_append(b, ni);
-	wlk__name_deflate(b, ni);
+	if (wlk__stamp_ns() - n->waited_ns >= WLK_FAST_COOL_NS)
+		wlk__name_deflate(b, ni);
 }
 
 /* Free the least recently used idle name, for a new name to use. */
@@ -205,6 +206,7 @@ int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 	n->len = len;
 	n->hash = hash;
 	n->token = h->next_token;
+	n->waited_ns = 0;
 	uatomic_set(&n->fast, WLK_FAST(WLK_WORD_GEN(n->word), 0, 0, 0));
 	memcpy(wlk__name_bytes(n), name, len);
 	wlk__name_reset(n);

@@ -39,9 +39,17 @@
 
 enum { FREE = 0, EXCL = 1, SHARED = 2 };
 
+/*
+ * What a worker holds, in one word so that a checker reads name and mode
+ * together: a worker that leaves its critical section and enters the next
+ * one between two separate loads would pair its old name with its new mode.
+ */
+#define HOLD(name, mode) (((name) + 1) << 2 | (mode))
+#define HOLD_NAME(h) (((h) >> 2) - 1)
+#define HOLD_MODE(h) ((h) & 3)
+
 struct slot {
-	atomic_int name;  /* name held + 1, or 0 */
-	atomic_int mode;  /* EXCL or SHARED */
+	atomic_int held;  /* HOLD(name, mode), or 0 */
 	atomic_int dying; /* about to be killed: others ignore this slot */
 };
 
@@ -78,12 +86,12 @@ static void violation(int me, int name, const char *what)
 static void check(int me, int name, int mode)
 {
 	for (int i = 0; i < procs; i++) {
-		int other_mode;
+		int held = atomic_load(&ar->slot[i].held), other_mode;
 
-		if (i == me || atomic_load(&ar->slot[i].dying) ||
-		    atomic_load(&ar->slot[i].name) != name + 1)
+		if (i == me || atomic_load(&ar->slot[i].dying) || !held ||
+		    HOLD_NAME(held) != name)
 			continue;
-		other_mode = atomic_load(&ar->slot[i].mode);
+		other_mode = HOLD_MODE(held);
 		if (mode == EXCL)
 			violation(me, name, "another holder beside exclusive");
 		else if (other_mode == EXCL)
@@ -102,13 +110,12 @@ static int critical(struct wlk_lock *lock, void *arg)
 	name = wlk_lock_name(lock, NULL)[0] - 'a';
 	mode = wlk_lock_mode(lock) == WLK_SHARED ? SHARED : EXCL;
 
-	atomic_store(&ar->slot[me].mode, mode);
-	atomic_store(&ar->slot[me].name, name + 1);
+	atomic_store(&ar->slot[me].held, HOLD(name, mode));
 	check(me, name, mode);
 	for (volatile int spin = 0; spin < 2000; spin++)
 		;
 	check(me, name, mode);
-	atomic_store(&ar->slot[me].name, 0);
+	atomic_store(&ar->slot[me].held, 0);
 	atomic_fetch_add(&ar->grants, 1);
 	return 0;
 }
@@ -145,7 +152,7 @@ static pid_t spawn(int i, unsigned int seed)
 {
 	pid_t pid;
 
-	atomic_store(&ar->slot[i].name, 0);
+	atomic_store(&ar->slot[i].held, 0);
 	atomic_store(&ar->slot[i].dying, 0);
 	pid = fork();
 	if (pid == 0)
