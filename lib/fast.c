@@ -73,6 +73,50 @@ static bool name_peek(struct wlk__bucket *b, const char *name, uint32_t len,
 	return false;
 }
 
+/*
+ * The name this thread found last, per thread: taking the same name again
+ * skips the hash and the table walk. Entries are (slot, gen), so a stale
+ * one only makes the fast word's CAS fail; the segment key tells segments
+ * apart (a bucket's memory may be reused for another).
+ */
+#define MEMO_NAME 48
+struct memo {
+	uint64_t seg_key[2];
+	uint64_t hash;
+	uint32_t len;
+	uint32_t ni;
+	uint32_t ngen;
+	char name[MEMO_NAME];
+};
+static __thread __attribute__((tls_model("initial-exec"))) struct memo memo;
+
+static bool memo_find(struct wlk__bucket *b, const struct wlk_lock *l,
+		      uint64_t *hash, uint32_t *ni, uint32_t *ngen)
+{
+	if (memo.len != l->name_len || memo.seg_key[0] != b->seg_key[0] ||
+	    memo.seg_key[1] != b->seg_key[1] || !memo.len ||
+	    memcmp(memo.name, l->name, l->name_len))
+		return false;
+	*hash = memo.hash;
+	*ni = memo.ni;
+	*ngen = memo.ngen;
+	return true;
+}
+
+static void memo_keep(struct wlk__bucket *b, const struct wlk_lock *l,
+		      uint64_t hash, uint32_t ni, uint32_t ngen)
+{
+	if (l->name_len > MEMO_NAME || !l->name_len)
+		return;
+	memo.seg_key[0] = b->seg_key[0];
+	memo.seg_key[1] = b->seg_key[1];
+	memo.hash = hash;
+	memo.len = (uint32_t)l->name_len;
+	memo.ni = ni;
+	memo.ngen = ngen;
+	memcpy(memo.name, l->name, l->name_len);
+}
+
 static struct wlk__lane *lane_take(struct wlk_manager *m)
 {
 	for (unsigned int i = 0; i < WLK_LANES; i++)
@@ -95,10 +139,13 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l)
 	struct wlk__lane *lane;
 	struct wlk_seg_request *r;
 	struct wlk_seg_name *n;
-	uint32_t ni, ngen, s, g;
-	uint64_t hash, on, *cool;
+	uint32_t ni = WLK_NIL, ngen = 0, s, g;
+	uint64_t hash = 0, on, *cool;
 
-	hash = wlk__name_hash(b, l->name, l->name_len);
+	bool memo_hit = memo_find(b, l, &hash, &ni, &ngen);
+
+	if (!memo_hit)
+		hash = wlk__name_hash(b, l->name, l->name_len);
 	/* A name this manager found contended lately: straight to the
 	 * queue, not through the other process's cache lines first. */
 	cool = &m->cool[hash % WLK_COOL_SLOTS];
@@ -107,7 +154,13 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l)
 			return 1;
 		uatomic_set(cool, 0);
 	}
-	if (!name_peek(b, l->name, (uint32_t)l->name_len, hash, &ni, &ngen))
+	if (!memo_hit) {
+		if (!name_peek(b, l->name, (uint32_t)l->name_len, hash, &ni,
+			       &ngen))
+			return 1;
+		memo_keep(b, l, hash, ni, ngen);
+	}
+	if (ni >= b->geo.max_names)
 		return 1;
 	n = wlk__name(b, ni);
 	on = WLK_FAST(ngen, 1, 0, 0);

@@ -395,6 +395,7 @@ int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,
 		       const struct wlk_options *o) WLK_INTERNAL;
 struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 			       size_t len, enum wlk_mode mode) WLK_INTERNAL;
+void wlk__lock_free(struct wlk_lock *l) WLK_INTERNAL;
 
 /* async.c */
 void wlk__async_close(struct wlk_manager *m) WLK_INTERNAL;

@@ -313,11 +313,64 @@ static int fast(struct wlk_manager *m, struct wlk_lock *l,
 	return why;
 }
 
+/*
+ * One spare lock handle per thread, for names of up to SPARE_NAME bytes:
+ * an acquire+release pair then costs no malloc()/free(). A thread's spare
+ * is freed when it exits, through a key destructor registered the first
+ * time it keeps one.
+ */
+#define SPARE_NAME 48
+#define WLK_TLS __thread __attribute__((tls_model("initial-exec")))
+static WLK_TLS struct wlk_lock *spare;
+static WLK_TLS bool spare_registered;
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static bool spare_key_ok;
+
+static void spare_exit(void *unused)
+{
+	(void)unused;
+	free(spare);
+	spare = NULL;
+}
+
+static void spare_key_init(void)
+{
+	spare_key_ok = pthread_key_create(&spare_key, spare_exit) == 0;
+}
+
+/* Free a handle from wlk__lock_new(), or keep it as the thread's spare. */
+void wlk__lock_free(struct wlk_lock *l)
+{
+	if (l->name_len > SPARE_NAME || spare) {
+		free(l);
+		return;
+	}
+	if (!spare_registered) {
+		pthread_once(&spare_once, spare_key_init);
+		if (!spare_key_ok ||
+		    pthread_setspecific(spare_key, (void *)1) != 0) {
+			free(l);
+			return;
+		}
+		spare_registered = true;
+	}
+	spare = l;
+}
+
 struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 			       size_t len, enum wlk_mode mode)
 {
-	struct wlk_lock *l = malloc(sizeof(*l) + len + 1);
+	struct wlk_lock *l = NULL;
 
+	if (len <= SPARE_NAME) {
+		l = spare;
+		spare = NULL;
+		if (!l)
+			l = malloc(sizeof(*l) + SPARE_NAME + 1);
+	} else {
+		l = malloc(sizeof(*l) + len + 1);
+	}
 	if (!l)
 		return NULL;
 	l->m = m;
@@ -373,7 +426,7 @@ static int acquire(struct wlk_manager *m, const char *name, size_t len,
 		rc = fast(m, l, o);
 		if (rc <= 0) {
 			if (rc) {
-				free(l);
+				wlk__lock_free(l);
 				wlk__manager_leave(m);
 				return rc;
 			}
@@ -383,7 +436,7 @@ static int acquire(struct wlk_manager *m, const char *name, size_t len,
 	}
 	rc = obtain(m, l, o, &got);
 	if (rc || !got) {
-		free(l);
+		wlk__lock_free(l);
 		wlk__manager_leave(m);
 		*out = NULL;
 		return rc;
@@ -422,7 +475,7 @@ WLK_EXPORT int wlk_release(struct wlk_lock *l)
 			wlk__async_unwatch(l);
 		rc = release_handle(l);
 	}
-	free(l);
+	wlk__lock_free(l);
 	wlk__manager_leave(m);
 	return rc;
 }

@@ -192,3 +192,26 @@ Test(fast, many_names_held_at_once_then_released, T_FIX, .timeout = 10)
 		T_ASSERT_RC(wlk_release(l[i]), 0);
 	cr_assert_eq(t_held_n(q, NULL, 0), 0);
 }
+
+Test(fast, same_name_in_two_buckets_stays_apart, T_FIX, .timeout = 10)
+{
+	char other[128];
+	struct wlk_manager *a, *b, *b2;
+	struct wlk_lock *la, *lb, *lx = (struct wlk_lock *)&lx;
+
+	t_make_origin(other, sizeof(other), "two");
+	a = t_open();
+	b = t_open_at(other, NULL);
+	b2 = t_open_at(other, NULL);
+	/* One thread, one name, two segments: each keeps its own holder. */
+	la = take(a, "r", NULL);
+	lb = take(b, "r", NULL);
+	T_ASSERT_RC(wlk_acquire(b2, "r", 1, &ex_ia, &lx), 0);
+	cr_assert_null(lx);
+	T_ASSERT_RC(wlk_release(la), 0);
+	T_ASSERT_RC(wlk_acquire(b2, "r", 1, &ex_ia, &lx), 0);
+	cr_assert_null(lx, "a release in one bucket freed the other's lock");
+	T_ASSERT_RC(wlk_release(lb), 0);
+	cr_assert_eq(t_held_n(b2, "r", 1), 0);
+	T_ASSERT_RC(wlk_manager_validate(b2, NULL, NULL), 0);
+}
