@@ -202,11 +202,12 @@ static void async_figure(bool one_cpu, const struct summary *a,
 	emit_target(key, "<= 1.25x raw futex handoff", x <= 1.25, "%.2fx", x);
 	if (x > 1.25)
 		emit_limit(key, "%.2f us vs %.2f us for the raw futex: the "
-			   "releaser rings the manager's doorbell (one "
-			   "datagram) and the waiter returns from poll(), "
-			   "drains the descriptor and reads the segment in "
-			   "dispatch: more system calls on both sides than "
-			   "one futex wait and wake", a->median,
+			   "releaser rings the manager's doorbell (a write "
+			   "to its pipe, against a FUTEX_WAKE), the wake "
+			   "goes through the manager's epoll instance to "
+			   "poll(), and the waiter makes a second system "
+			   "call (the read that drains the pipe) and reads "
+			   "the segment in dispatch", a->median,
 			   futex->median);
 }
 

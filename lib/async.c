@@ -38,24 +38,28 @@ void wlk__actx_free(struct wlk__actx *a)
 		close(a->pid[i].fd);
 	if (a->epfd >= 0)
 		close(a->epfd);
-	if (a->bell >= 0)
-		close(a->bell);
+	wlk__bell_close(&a->bell);
 	if (a->tfd >= 0)
 		close(a->tfd);
 	free(a);
 }
 
 /* Publish the doorbell in our client slot, so granters ring it. */
-static int bell_publish(struct wlk_manager *m, uint64_t id)
+static int bell_publish(struct wlk_manager *m, const struct wlk__bell *bl)
 {
 	struct wlk__wake wake;
 	int rc = wlk__lock(m->b, &wake);
 
 	if (rc)
 		return rc;
-	if (wlk__client_live(m->b, m->client, m->client_gen))
-		wlk__client(m->b, m->client)->doorbell = id;
-	else
+	if (wlk__client_live(m->b, m->client, m->client_gen)) {
+		struct wlk_seg_client *c = wlk__client(m->b, m->client);
+
+		c->bell_ino = bl->ino;
+		c->bell_fd = (uint32_t)bl->wr;
+		c->bell_dgrams = 0;
+		c->doorbell = bl->id;
+	} else
 		rc = WLK_ESTATE;
 	wlk__unlock(m->b, &wake);
 	return rc;
@@ -76,18 +80,20 @@ int wlk__actx_get(struct wlk_manager *m, struct wlk__actx **out)
 		return -ENOMEM;
 	CDS_INIT_LIST_HEAD(&a->pending);
 	CDS_INIT_LIST_HEAD(&a->watching);
+	a->bell.rd = a->bell.wr = a->bell.sock = -1;
 	a->epfd = epoll_create1(EPOLL_CLOEXEC);
 	a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	a->bell = wlk__bell_open(&a->bell_id);
 	rc = a->epfd < 0 || a->tfd < 0 ? wlk__errno(errno) : 0;
-	if (!rc && a->bell < 0)
-		rc = a->bell;
 	if (!rc)
-		rc = wlk__epoll_add(a->epfd, a->bell, EPOLLIN);
+		rc = wlk__bell_open(&a->bell);
+	if (!rc)
+		rc = wlk__epoll_add(a->epfd, a->bell.rd, EPOLLIN);
+	if (!rc)
+		rc = wlk__epoll_add(a->epfd, a->bell.sock, EPOLLIN);
 	if (!rc)
 		rc = wlk__epoll_add(a->epfd, a->tfd, EPOLLIN);
 	if (!rc)
-		rc = bell_publish(m, a->bell_id);
+		rc = bell_publish(m, &a->bell);
 	if (rc) {
 		wlk__actx_free(a);
 		return rc;
@@ -230,7 +236,7 @@ WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
 		 * Pending: watch whom it waits for (a granter rings). */
 		if (r->settled || wlk__req(m->b, r->l->slot)->word !=
 				       WLK_WORD(r->l->gen, WLK_SLOT_PENDING))
-			wlk__bell_ring(a->bell_id);
+			wlk__bell_ring_self(&a->bell);
 		else
 			wlk__pidwatch_update(m, a);
 	}
@@ -256,7 +262,7 @@ WLK_EXPORT int wlk_async_cancel(struct wlk_async *r)
 	pthread_mutex_lock(&m->amu);
 	if (!r->cancel && m->actx) {
 		r->cancel = true;
-		wlk__bell_ring(m->actx->bell_id);
+		wlk__bell_ring_self(&m->actx->bell);
 	}
 	pthread_mutex_unlock(&m->amu);
 	return 0;

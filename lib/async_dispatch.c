@@ -9,6 +9,7 @@
  * does after a wake-up (request.c). Callbacks run last, with no lock held.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
@@ -16,19 +17,44 @@
 
 #include "async_internal.h"
 
+/*
+ * Whether a watched blocker may have exited, so that its pidfd may be
+ * readable: its agent slot changed, or its lifeline's owner died (the
+ * kernel marks the lock word before the pidfd becomes readable).
+ */
+static bool pid_maybe_fired(struct wlk_manager *m, struct wlk__actx *a)
+{
+	for (unsigned int i = 0; i < a->n_pid; i++) {
+		uint32_t ai = a->pid[i].agent, w;
+
+		if (ai >= m->b->geo.max_agents ||
+		    wlk__word_load(&wlk__agent(m->b, ai)->word) !=
+			    WLK_WORD(a->pid[i].gen, WLK_SLOT_USED))
+			return true;
+		w = uatomic_read(wlk__lifeline_word(m->b, ai));
+		if ((w & FUTEX_OWNER_DIED) || !(w & FUTEX_TID_MASK))
+			return true;
+	}
+	return false;
+}
+
 /* Empty every source of the descriptor; forget pidfds that fired. */
-static void drain(struct wlk__actx *a)
+static void drain(struct wlk_manager *m, struct wlk__actx *a)
 {
 	struct epoll_event ev[EVENTS_BATCH];
 	uint64_t ticks;
 	int n;
 
-	wlk__bell_drain(a->bell);
+	wlk__bell_drain(&a->bell,
+			m->client < m->b->geo.max_clients
+				? &wlk__client(m->b, m->client)->bell_dgrams
+				: NULL);
 	if (a->timer_armed)
 		(void)!read(a->tfd, &ticks, sizeof(ticks));
 	/* Level-triggered sources are empty now; only edges and pidfds
-	 * need consuming (the common grant takes no more system calls). */
-	if (!a->edge_sources && !a->n_pid)
+	 * that may have fired need consuming (the common grant takes no
+	 * more system calls). */
+	if (!a->edge_sources && !(a->n_pid && pid_maybe_fired(m, a)))
 		return;
 	while ((n = epoll_wait(a->epfd, ev, EVENTS_BATCH, 0)) > 0) {
 		for (int i = 0; i < n; i++)
@@ -166,7 +192,7 @@ WLK_EXPORT int wlk_manager_dispatch(struct wlk_manager *m)
 	pthread_mutex_lock(&m->amu);
 	a = m->actx;
 	if (a) {
-		drain(a);
+		drain(m, a);
 		collect(m, a, &done, &stolen);
 		wlk__pidwatch_update(m, a);
 		wlk__timer_arm(a);
@@ -200,7 +226,7 @@ WLK_EXPORT int wlk_lock_on_stolen(struct wlk_lock *l, wlk_stolen_cb cb,
 		if (cb)
 			cds_list_add_tail(&l->watch, &a->watching);
 		/* Stolen already? Then the next dispatch tells. */
-		wlk__bell_ring(a->bell_id);
+		wlk__bell_ring_self(&a->bell);
 	}
 	pthread_mutex_unlock(&m->amu);
 	wlk__manager_leave(m);

@@ -22,8 +22,8 @@ struct pidwatch {
 
 /* The async state of a manager; under m->amu. */
 struct wlk__actx {
-	int epfd, bell, tfd;
-	uint64_t bell_id;
+	int epfd, tfd;
+	struct wlk__bell bell;
 	struct cds_list_head pending;  /* struct wlk_async, not dispatched */
 	struct cds_list_head watching; /* struct wlk_lock with on_stolen */
 	struct pidwatch pid[PIDFD_MAX];

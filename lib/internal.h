@@ -156,6 +156,21 @@ struct wlk_signal {
 	int efd;       /* [A] eventfd for event loops (async.c), or -1 */
 };
 
+/* A doorbell (doorbell.c): its pipe, and a socket as the fallback. */
+struct wlk__bell {
+	int rd, wr, sock;
+	uint64_t id;  /* the socket's address */
+	uint64_t ino; /* the pipe's inode */
+};
+
+/* Where another client's doorbell is, copied from its slot. */
+struct wlk__bell_to {
+	uint64_t id;
+	uint64_t ino;
+	uint32_t pid, fd;
+	uint32_t client, client_gen;
+};
+
 /* Waiters to wake once the segment mutex is released. */
 struct wlk__wake {
 	uint32_t self1; /* 1 + the caller's own request: never woken; 0: none */
@@ -167,7 +182,7 @@ struct wlk__wake {
 	uint32_t reaped[WLK_REAP_BATCH];
 	/* Doorbells of clients whose requests changed (async.c). */
 	uint32_t n_bells;
-	uint64_t bells[WLK_WAKE_BATCH];
+	struct wlk__bell_to bells[WLK_WAKE_BATCH];
 };
 
 /* Typed access to the tables. Callers bound the index first. */
@@ -386,9 +401,13 @@ int wlk__steal_apply(struct wlk__bucket *b, uint32_t r,
 		     struct wlk__wake *wake) WLK_INTERNAL;
 
 /* doorbell.c */
-int wlk__bell_open(uint64_t *id) WLK_INTERNAL;
-void wlk__bell_ring(uint64_t id) WLK_INTERNAL;
-void wlk__bell_drain(int fd) WLK_INTERNAL;
+int wlk__bell_open(struct wlk__bell *bl) WLK_INTERNAL;
+void wlk__bell_close(struct wlk__bell *bl) WLK_INTERNAL;
+void wlk__bell_ring(struct wlk__bucket *b, const struct wlk__bell_to *t)
+	WLK_INTERNAL;
+void wlk__bell_ring_self(const struct wlk__bell *bl) WLK_INTERNAL;
+void wlk__bell_drain(const struct wlk__bell *bl, uint32_t *owed)
+	WLK_INTERNAL;
 
 /* request.c */
 int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,

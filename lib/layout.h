@@ -246,8 +246,11 @@ struct wlk_seg_client {
 	uint32_t id_len;    /* [M] <= WLK_CLIENT_ID_MAX */
 	uint64_t opened_ns; /* [M] CLOCK_REALTIME (diagnostics) */
 	char id[128];       /* [M] WLK_CLIENT_ID_MAX + 1 */
-	uint64_t doorbell;  /* [M] its doorbell socket (async.c), 0: none */
-	uint8_t pad[24];
+	uint64_t doorbell;  /* [M] its doorbell socket (doorbell.c), 0: none */
+	uint64_t bell_ino;  /* [M] its doorbell pipe's inode, 0: none */
+	uint32_t bell_fd;   /* [M] and the pipe's write end in its process */
+	uint32_t bell_dgrams; /* [A] datagram rings not yet read */
+	uint8_t pad[8];
 };
 
 /*

@@ -157,7 +157,7 @@ void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 	}
 	wake->n_reaped = 0;
 	for (uint32_t i = 0; i < wake->n_bells; i++)
-		wlk__bell_ring(wake->bells[i]);
+		wlk__bell_ring(b, &wake->bells[i]);
 	wake->n_bells = 0;
 	if (wake->sweep) {
 		wake_sweep(b);

@@ -19,18 +19,21 @@ static void bell_add(struct wlk__bucket *b, struct wlk__wake *wake,
 		     uint32_t r)
 {
 	uint32_t ci = wlk__req(b, r)->client;
-	uint64_t bell;
+	struct wlk_seg_client *c;
 
 	if (ci >= b->geo.max_clients)
 		return;
-	bell = wlk__client(b, ci)->doorbell;
-	if (!bell)
+	c = wlk__client(b, ci);
+	if (!c->doorbell)
 		return;
 	for (uint32_t i = 0; i < wake->n_bells; i++)
-		if (wake->bells[i] == bell)
+		if (wake->bells[i].id == c->doorbell)
 			return;
 	if (wake->n_bells < WLK_WAKE_BATCH)
-		wake->bells[wake->n_bells++] = bell;
+		wake->bells[wake->n_bells++] = (struct wlk__bell_to){
+			.id = c->doorbell, .ino = c->bell_ino, .pid = c->pid,
+			.fd = c->bell_fd, .client = ci,
+			.client_gen = WLK_WORD_GEN(c->word)};
 }
 
 /*

@@ -17,10 +17,13 @@
  * wlk_manager_dispatch() when it is; dispatch drains the descriptor and
  * runs every ready callback, so the descriptor works level-triggered and
  * edge-triggered alike (with edge-triggered epoll, call dispatch once per
- * edge). The descriptor is an epoll instance; other processes ring it
- * directly (an AF_UNIX datagram to an abstract address per manager) when
- * they grant, steal or drop one of its requests, so no library thread
- * relays anything.
+ * edge). The descriptor is an epoll instance holding the manager's
+ * doorbell, a pipe: other processes ring it directly when they grant, steal
+ * or drop one of its requests, writing a byte to the pipe through
+ * /proc/<pid>/fd (opened once per process and kept; the inode is checked),
+ * so no library thread relays anything. Where /proc/<pid>/fd of the
+ * manager's process cannot be opened (a non-dumpable process), the ring is
+ * an AF_UNIX datagram to an abstract address of the manager instead.
  *
  * Asynchronous and blocking requests, from any threads and processes, share
  * one FIFO queue per name.
@@ -31,8 +34,11 @@
  * granted when the dispatcher notices the death (a pidfd per blocking
  * process is part of the descriptor).
  *
- * Caveat: the doorbell addresses live in the network namespace; all
- * processes of a bucket must share one (as they share a PID namespace).
+ * Caveat: the fallback doorbell addresses live in the network namespace;
+ * all processes of a bucket should share one (as they share a PID
+ * namespace). Each process keeps up to 32 other managers' doorbell pipes
+ * open (O_RDWR, so that a vanished owner never raises SIGPIPE), each for
+ * as long as it stays among the 32 most recently rung.
  */
 #ifndef WEBLOCKS_ASYNC_H
 #define WEBLOCKS_ASYNC_H

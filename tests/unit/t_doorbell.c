@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * t_doorbell.c - how a grant reaches an event loop (lib/doorbell.c): by a
+ * write to its doorbell pipe, which the granter opens through /proc, or,
+ * when that pipe cannot be had, by a datagram to its socket; either way
+ * one dispatch drains the descriptor. The test points the published pipe
+ * inode elsewhere (it includes lib/layout.h to do so), which sends every
+ * ring down the fallback.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common.h"
+#include "weblocks/async.h"
+#include "weblocks/inspect.h"
+#include "layout.h"
+
+struct got {
+	int calls;
+	int status;
+	struct wlk_lock *lock;
+};
+
+static void on_grant(struct wlk_async *req, int status, struct wlk_lock *lock,
+		     void *arg)
+{
+	struct got *g = arg;
+
+	(void)req;
+	g->calls++;
+	g->status = status;
+	g->lock = lock;
+}
+
+static bool readable(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+/* Map the bucket's segment and find the client slot with @client_id. */
+static struct wlk_seg_client *client_slot(const char *client_id,
+					  void **map, size_t *size)
+{
+	struct wlk_inspect_snapshot *s = NULL;
+	struct wlk_inspect *in = NULL;
+	struct wlk_seg_header *h;
+	struct wlk_seg_client *c = NULL;
+	struct stat st;
+	int fd;
+
+	T_ASSERT_RC(wlk_inspect_open(t_origin, NULL, 0, &in), 0);
+	T_ASSERT_RC(wlk_inspect_snapshot(in, &s), 0);
+	fd = open(s->header.path, O_RDWR | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	*size = (size_t)st.st_size;
+	*map = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(*map, MAP_FAILED);
+	close(fd);
+	h = *map;
+	for (uint32_t i = 0; i < h->max_clients && !c; i++) {
+		struct wlk_seg_client *x =
+			(struct wlk_seg_client *)((char *)*map +
+						  h->off_clients) + i;
+
+		if (WLK_WORD_STATE(x->word) == WLK_SLOT_USED &&
+		    !strcmp(x->id, client_id))
+			c = x;
+	}
+	wlk_inspect_snapshot_free(s);
+	wlk_inspect_close(in);
+	cr_assert_not_null(c, "no client slot for %s", client_id);
+	return c;
+}
+
+/* Hold "d" with @h, queue @q for it asynchronously, release: granted. */
+static void handoff(struct wlk_manager *h, struct wlk_manager *q,
+		    struct wlk_seg_client *slot, bool dgram)
+{
+	struct wlk_lock *l = NULL;
+	struct got g = {0};
+	int fd = wlk_manager_fd(q);
+
+	T_ASSERT_RC(wlk_acquire(h, "d", 1, NULL, &l), 0);
+	T_ASSERT_RC(wlk_request_async(q, "d", 1, NULL, on_grant, &g, NULL), 0);
+	cr_assert_eq(wlk_manager_dispatch(q), 0);
+	cr_assert_not(readable(fd, 0), "readable with nothing done");
+	T_ASSERT_RC(wlk_release(l), 0);
+	cr_assert(readable(fd, T_WAIT_MS), "the grant did not ring");
+	cr_assert_eq(slot->bell_dgrams, dgram ? 1u : 0u,
+		     "rung by the wrong way");
+	cr_assert_eq(wlk_manager_dispatch(q), 1);
+	cr_assert_eq(g.calls, 1);
+	T_ASSERT_RC(g.status, 0);
+	cr_assert_not_null(g.lock);
+	cr_assert_not(readable(fd, 0), "dispatch left the descriptor readable");
+	cr_assert_eq(slot->bell_dgrams, 0, "datagrams still owed");
+	T_ASSERT_RC(wlk_release(g.lock), 0);
+}
+
+Test(doorbell, grant_rings_the_pipe, T_FIX, .timeout = 10)
+{
+	struct wlk_manager *h = t_open(), *q = t_open();
+	struct wlk_seg_client *slot;
+	size_t size;
+	void *map;
+
+	cr_assert_geq(wlk_manager_fd(q), 0);
+	slot = client_slot(wlk_manager_client_id(q), &map, &size);
+	cr_assert_neq(slot->bell_ino, 0, "no pipe published");
+	handoff(h, q, slot, false);
+	handoff(h, q, slot, false); /* the granter's cached descriptor */
+	munmap(map, size);
+}
+
+Test(doorbell, unusable_pipe_falls_back_to_the_socket, T_FIX, .timeout = 10)
+{
+	struct wlk_manager *h = t_open(), *q = t_open();
+	struct wlk_seg_client *slot;
+	size_t size;
+	void *map;
+
+	cr_assert_geq(wlk_manager_fd(q), 0);
+	slot = client_slot(wlk_manager_client_id(q), &map, &size);
+	/* Not that pipe: granters must not write to whatever this is. */
+	slot->bell_ino ^= 0x5a5a5a5aull;
+	handoff(h, q, slot, true);
+	handoff(h, q, slot, true);
+	munmap(map, size);
+}
