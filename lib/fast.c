@@ -146,6 +146,8 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l)
 
 	if (!memo_hit)
 		hash = wlk__name_hash(b, l->name, l->name_len);
+	l->hash = hash; /* for the mutex path, if it comes to that */
+	l->hashed = true;
 	/* A name this manager found contended lately: straight to the
 	 * queue, not through the other process's cache lines first. */
 	cool = &m->cool[hash % WLK_COOL_SLOTS];

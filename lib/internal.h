@@ -135,6 +135,9 @@ struct wlk_lock {
 	uint32_t gen;
 	enum wlk_mode mode;
 	uint64_t token;
+	/* The name's hash in its segment, once the fast path computed it. */
+	bool hashed;
+	uint64_t hash;
 	/* Taken by the fast path: the name entry whose fast word holds it. */
 	bool fast;
 	uint8_t lane;
@@ -370,6 +373,8 @@ struct wlk__enqueue {
 	enum wlk_mode mode;
 	bool if_available;
 	bool steal;
+	bool hashed; /* @hash is the name's already */
+	uint64_t hash;
 };
 int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		      struct wlk__wake *wake, uint32_t *slot,

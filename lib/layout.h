@@ -178,10 +178,9 @@ struct wlk_seg_header {
 	uint32_t seg_state;      /* [A] enum wlk_seg_state */
 	uint32_t needs_repair;   /* [A] an operation found a bad index */
 	uint64_t recovery_epoch; /* [M] repairs so far */
-	uint64_t next_seq;       /* [M] request order; last one used */
 	uint64_t next_token;     /* [M] tokens: high-water of evicted names */
 	uint64_t reaped_agents;  /* [A] dead agents reaped so far */
-	uint8_t state_pad[24];
+	uint8_t state_pad[32];
 
 	/* The segment mutex: robust, process-shared, alone on its lines. */
 	union {
@@ -259,16 +258,17 @@ struct wlk_seg_client {
  * name finds it ready. Idle entries are on an LRU list and are taken over
  * when a new name finds the free list empty. An idle entry may still be
  * held through its fast word (FAST PATH); eviction inflates it first.
- * The first line is what the fast path reads and writes.
+ * The first line is what finding the name reads, and the fast word; it is
+ * written only by the fast path, so that under contention it stays in both
+ * CPUs' caches. The second line is what a request changes.
  */
 struct wlk_seg_name {
 	uint32_t word;      /* [M][A] gen | FREE/USED */
 	uint32_t len;       /* [M] <= max_name_len */
 	uint64_t hash;      /* [M] SipHash of the bytes, keyed by seg_key */
 	uint64_t fast;      /* [A] FAST PATH word */
-	uint64_t token;     /* [A] last fencing token given for this name */
 	uint32_t chain;     /* [D][A] next in hash chain, or in the free list */
-	uint8_t pad0[28];
+	uint8_t pad0[36];
 	uint32_t q_head;    /* [D] pending queue, in request order */
 	uint32_t q_tail;    /* [D] */
 	uint32_t h_head;    /* [D] held list */
@@ -281,7 +281,8 @@ struct wlk_seg_name {
 	uint32_t pad1;
 	uint64_t waited_ns; /* [M] CLOCK_MONOTONIC_COARSE when a request last
 			     * had to wait: FAST PATH stays off a while */
-	uint8_t pad2[16];
+	uint64_t token;     /* [A] last fencing token given for this name */
+	uint64_t seq;       /* [M] request order: last one used */
 	/* followed by max_name_len bytes, padded to name_stride */
 };
 

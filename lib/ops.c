@@ -60,7 +60,7 @@ static void request_fill(struct wlk__bucket *b, uint32_t ri, uint32_t ni,
 	r->client_gen = e->client_gen;
 	r->name = ni;
 	r->name_gen = WLK_WORD_GEN(wlk__name(b, ni)->word);
-	r->seq = ++b->hdr->next_seq;
+	r->seq = ++wlk__name(b, ni)->seq;
 	r->token = 0;
 	r->enq_ns = wlk__stamp_ns();
 	r->grant_ns = 0;
@@ -84,7 +84,8 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		      struct wlk__wake *wake, uint32_t *slot, uint32_t *gen)
 {
 	struct wlk_seg_header *h = b->hdr;
-	uint64_t hash = wlk__name_hash(b, e->name, e->name_len);
+	uint64_t hash = e->hashed ? e->hash
+				  : wlk__name_hash(b, e->name, e->name_len);
 	uint32_t ni = WLK_NIL, ri;
 	int rc;
 

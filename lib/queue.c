@@ -185,7 +185,7 @@ int wlk__adopt(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
 		n->n_shared++;
 	else
 		n->n_excl++;
-	r->seq = ++b->hdr->next_seq;
+	r->seq = ++n->seq;
 	r->sleeping = 0;
 	r->flags = 0;
 	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),

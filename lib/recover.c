@@ -155,7 +155,7 @@ static void rebuild_fast(struct wlk__bucket *b)
 		if (s != WLK_NIL &&
 		    wlk__client_live(b, wlk__req(b, s)->client,
 				     wlk__req(b, s)->client_gen)) {
-			wlk__req(b, s)->seq = ++b->hdr->next_seq;
+			wlk__req(b, s)->seq = ++n->seq;
 			wlk__word_store(&wlk__req(b, s)->word,
 					WLK_WORD(WLK_WORD_GEN(
 							 wlk__req(b, s)->word),

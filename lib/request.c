@@ -233,6 +233,8 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 		.mode = o->mode,
 		.if_available = o->if_available,
 		.steal = o->steal,
+		.hashed = l->hashed,
+		.hash = l->hash,
 	};
 	uint64_t deadline = o->timeout_ns ? wlk__now_ns() + o->timeout_ns : 0;
 	struct watch watch;
@@ -378,6 +380,7 @@ struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 	l->watched = false;
 	l->on_stolen = NULL;
 	l->fast = false;
+	l->hashed = false;
 	l->name_len = len;
 	memcpy(l->name, name, len);
 	l->name[len] = '\0';

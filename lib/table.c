@@ -207,6 +207,7 @@ int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 	n->hash = hash;
 	n->token = h->next_token;
 	n->waited_ns = 0;
+	n->seq = 0;
 	uatomic_set(&n->fast, WLK_FAST(WLK_WORD_GEN(n->word), 0, 0, 0));
 	memcpy(wlk__name_bytes(n), name, len);
 	wlk__name_reset(n);
