@@ -120,7 +120,7 @@ static void settle(struct wlk_manager *m, struct wlk_async *r, uint64_t now)
 		why = 0;
 	/* Spec 4.4 step 14.1: aborted before the callback runs. */
 	if (why) {
-		wlk__release_slot(b, r->l->slot, gen);
+		wlk__release_slot(b, r->l->slot, gen, false);
 		settle_as(r, why);
 		return;
 	}

@@ -23,7 +23,9 @@ _Static_assert(WLK_LIMIT_MAX_REQUESTS + 1ull <= WLK_FAST_HOLDER_MASK,
 	       "a fast word holds any request slot + 1");
 
 /* Process-local lane states (struct wlk__lane). */
-enum { LANE_EMPTY = 0, LANE_READY = 1, LANE_BUSY = 2 };
+#define LANE_EMPTY WLK_LANE_EMPTY
+#define LANE_READY WLK_LANE_READY
+#define LANE_BUSY WLK_LANE_BUSY
 
 /* How many retries a mutex-side CAS makes against a fast path in a loop. */
 #define INFLATE_TRIES 1000
@@ -117,7 +119,8 @@ static void memo_keep(struct wlk__bucket *b, const struct wlk_lock *l,
 	memcpy(memo.name, l->name, l->name_len);
 }
 
-static struct wlk__lane *lane_take(struct wlk_manager *m)
+/* Take a READY lane (it is BUSY then), or NULL. */
+struct wlk__lane *wlk__lane_take(struct wlk_manager *m)
 {
 	for (unsigned int i = 0; i < WLK_LANES; i++)
 		if (uatomic_read(&m->lanes[i].state) == LANE_READY &&
@@ -168,7 +171,7 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l)
 	on = WLK_FAST(ngen, 1, 0, 0);
 	if (fast_load(&n->fast) != on)
 		goto contended;
-	lane = lane_take(m);
+	lane = wlk__lane_take(m);
 	if (!lane)
 		return 1;
 	s = lane->slot;
@@ -226,13 +229,6 @@ int wlk__fast_release(struct wlk_lock *l)
 			WLK_WORD(l->gen, WLK_SLOT_RESERVED));
 	uatomic_set(&m->lanes[l->lane].state, LANE_READY);
 	return 0;
-}
-
-/* After a mutex-side release of a fast-born lock: its slot is gone. */
-void wlk__fast_forget(struct wlk_lock *l)
-{
-	uatomic_set(&l->m->lanes[l->lane].state, LANE_EMPTY);
-	l->fast = false;
 }
 
 /*
@@ -353,14 +349,19 @@ void wlk__stash_fill(struct wlk_manager *m)
 	struct wlk__lane *lane = NULL;
 	uint32_t ri;
 
-	if (h->n_requests >= b->geo.max_requests - b->geo.max_requests / 4)
-		return;
+	/* Plain reads first: the lanes are usually all full, and a CAS
+	 * here would be time the other processes wait for the mutex. */
 	for (unsigned int i = 0; i < WLK_LANES && !lane; i++)
-		if (uatomic_cmpxchg(&m->lanes[i].state, LANE_EMPTY,
+		if (uatomic_read(&m->lanes[i].state) == LANE_EMPTY &&
+		    uatomic_cmpxchg(&m->lanes[i].state, LANE_EMPTY,
 				    LANE_BUSY) == LANE_EMPTY)
 			lane = &m->lanes[i];
 	if (!lane)
 		return;
+	if (h->n_requests >= b->geo.max_requests - b->geo.max_requests / 4) {
+		uatomic_set(&lane->state, LANE_EMPTY);
+		return;
+	}
 	ri = wlk__req_alloc(b);
 	if (ri == WLK_NIL) {
 		uatomic_set(&lane->state, LANE_EMPTY);

@@ -103,6 +103,7 @@ struct wlk__bucket {
  * by a fast lock, or being filled).
  */
 #define WLK_LANES 4
+enum { WLK_LANE_EMPTY = 0, WLK_LANE_READY = 1, WLK_LANE_BUSY = 2 };
 #define WLK_COOL_SLOTS 16
 struct wlk__lane {
 	uint32_t state; /* [A] */
@@ -138,7 +139,10 @@ struct wlk_lock {
 	/* The name's hash in its segment, once the fast path computed it. */
 	bool hashed;
 	uint64_t hash;
-	/* Taken by the fast path: the name entry whose fast word holds it. */
+	/* Its slot is a lane's (m->lanes[lane]): taken by the fast path
+	 * (@fast, with the name entry whose fast word holds it), or the
+	 * mutex path used the lane's slot (@laned). */
+	bool laned;
 	bool fast;
 	uint8_t lane;
 	uint32_t fast_name;
@@ -327,7 +331,7 @@ unsigned long wlk__fork_gen(void) WLK_INTERNAL;
 /* fast.c: acquire and release without the mutex, and its mutex side. */
 int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l) WLK_INTERNAL;
 int wlk__fast_release(struct wlk_lock *l) WLK_INTERNAL;
-void wlk__fast_forget(struct wlk_lock *l) WLK_INTERNAL;
+struct wlk__lane *wlk__lane_take(struct wlk_manager *m) WLK_INTERNAL;
 void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)
 	WLK_INTERNAL;
 uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
@@ -349,6 +353,7 @@ void wlk__idle_append(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
 void wlk__name_reset(struct wlk_seg_name *n) WLK_INTERNAL;
 uint32_t wlk__req_alloc(struct wlk__bucket *b) WLK_INTERNAL;
 void wlk__req_free(struct wlk__bucket *b, uint32_t r) WLK_INTERNAL;
+void wlk__req_keep(struct wlk__bucket *b, uint32_t r) WLK_INTERNAL;
 bool wlk__req_reclaim(struct wlk__bucket *b, uint32_t r, uint32_t word)
 	WLK_INTERNAL;
 int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
@@ -375,12 +380,14 @@ struct wlk__enqueue {
 	bool steal;
 	bool hashed; /* @hash is the name's already */
 	uint64_t hash;
+	uint32_t own, own_gen; /* a slot the client keeps in reserve, to use
+				* first; WLK_NIL: none */
 };
 int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		      struct wlk__wake *wake, uint32_t *slot,
 		      uint32_t *gen) WLK_INTERNAL;
 int wlk__release_lock(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
-		      struct wlk__wake *wake) WLK_INTERNAL;
+		      bool keep, struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__abort_request(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 		       struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__process_queue(struct wlk__bucket *b, uint32_t n,
@@ -426,8 +433,8 @@ void wlk__async_close(struct wlk_manager *m) WLK_INTERNAL;
 void wlk__async_unwatch(struct wlk_lock *l) WLK_INTERNAL;
 int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 	WLK_INTERNAL;
-int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
-	WLK_INTERNAL;
+int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		      bool keep) WLK_INTERNAL;
 bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
 			struct wlk__wake *wake, uint32_t *agents,
 			unsigned int max, unsigned int *n) WLK_INTERNAL;

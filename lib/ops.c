@@ -87,6 +87,7 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	uint64_t hash = e->hashed ? e->hash
 				  : wlk__name_hash(b, e->name, e->name_len);
 	uint32_t ni = WLK_NIL, ri;
+	bool own;
 	int rc;
 
 	if (!wlk__client_live(b, e->client, e->client_gen))
@@ -94,10 +95,16 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	rc = find_name(b, e, hash, wake, &ni);
 	if (rc)
 		goto settle;
+	/* The caller's reserved slot, if it offered one that is still its. */
+	own = e->own < b->geo.max_requests &&
+	      wlk__req(b, e->own)->word ==
+		      WLK_WORD(e->own_gen, WLK_SLOT_RESERVED) &&
+	      wlk__req(b, e->own)->client == e->client &&
+	      wlk__req(b, e->own)->client_gen == e->client_gen;
 	/* Check every table before changing anything. */
-	if (h->free_requests == WLK_NIL)
+	if (!own && h->free_requests == WLK_NIL)
 		wlk__stash_reclaim(b);
-	if (h->free_requests == WLK_NIL ||
+	if ((!own && h->free_requests == WLK_NIL) ||
 	    (ni == WLK_NIL && h->free_names == WLK_NIL &&
 	     h->idle_head == WLK_NIL)) {
 		rc = WLK_EFULL;
@@ -113,7 +120,7 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 			return rc;
 		WLK_FAILPOINT(request_after_name);
 	}
-	ri = wlk__req_alloc(b);
+	ri = own ? e->own : wlk__req_alloc(b);
 	if (ri == WLK_NIL)
 		return WLK_ECORRUPT; /* checked above: the list is bad */
 	request_fill(b, ri, ni, e);
@@ -139,7 +146,7 @@ settle:
  * Take a request out of its queue (pending: spec 4.3) or the held set (held:
  * spec 4.2), free it, and run the name's queue.
  */
-static int drop(struct wlk__bucket *b, uint32_t ri, bool held,
+static int drop(struct wlk__bucket *b, uint32_t ri, bool held, bool keep,
 		struct wlk__wake *wake)
 {
 	struct wlk_seg_name *n;
@@ -156,7 +163,12 @@ static int drop(struct wlk__bucket *b, uint32_t ri, bool held,
 		WLK_FAILPOINT(release_after_ungrant);
 	else
 		WLK_FAILPOINT(unqueue_after_remove);
-	wlk__req_free(b, ri);
+	/* Kept for its client only while that client lives (not closed). */
+	if (keep && wlk__client_live(b, wlk__req(b, ri)->client,
+				     wlk__req(b, ri)->client_gen))
+		wlk__req_keep(b, ri);
+	else
+		wlk__req_free(b, ri);
 	rc = wlk__process_queue(b, ni, wake);
 	wlk__name_put(b, ni);
 	return rc;
@@ -164,21 +176,23 @@ static int drop(struct wlk__bucket *b, uint32_t ri, bool held,
 
 static int unqueue(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
 {
-	return drop(b, ri, false, wake);
+	return drop(b, ri, false, false, wake);
 }
 
 static int unhold(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
 {
-	return drop(b, ri, true, wake);
+	return drop(b, ri, true, false, wake);
 }
 
 /*
  * wlk__release_lock() - spec 4.2 "release the lock".
+ * @keep: the slot goes back to its client's reserve (RESERVED, gen + 1)
+ *        rather than to the free list: the releaser's lane takes it.
  * Return: 0; WLK_ESTOLEN if it had been stolen (the slot is freed and
  * nothing else changes); WLK_ESTATE if it is no longer ours; WLK_ECORRUPT.
  */
 int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
-		      struct wlk__wake *wake)
+		      bool keep, struct wlk__wake *wake)
 {
 	uint32_t w;
 
@@ -200,7 +214,7 @@ int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 	}
 	if (w != WLK_WORD(gen, WLK_SLOT_HELD))
 		return WLK_ESTATE;
-	return unhold(b, ri, wake);
+	return drop(b, ri, true, keep, wake);
 }
 
 /*

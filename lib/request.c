@@ -182,39 +182,48 @@ int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 	return rc;
 }
 
-int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
+int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		      bool keep)
 {
 	struct wlk__wake wake;
 	int rc = wlk__lock(b, &wake);
 
 	if (rc)
 		return rc;
-	rc = wlk__release_lock(b, slot, gen, &wake);
+	rc = wlk__release_lock(b, slot, gen, keep, &wake);
 	wlk__unlock(b, &wake);
 	return rc;
 }
 
 /*
  * Release @l's lock: by the fast path if it took it that way and its name
- * is still not inflated, else under the mutex. A fast-born lock whose
- * manager was closed meanwhile has its slot discarded here.
+ * is still not inflated, else under the mutex. A lock in a slot of one of
+ * the manager's lanes gives the slot back to the lane (kept RESERVED, gen
+ * + 1, by the mutex side); a fast-born lock whose manager was closed
+ * meanwhile has its slot discarded here.
  */
 static int release_handle(struct wlk_lock *l)
 {
 	struct wlk_manager *m = l->m;
+	struct wlk__lane *lane = &m->lanes[l->lane];
 	int rc;
 
 	if (l->fast && !wlk__fast_release(l)) {
-		if (!uatomic_read(&m->closed))
-			return 0;
-		rc = 0;
-	} else {
-		rc = wlk__release_slot(m->b, l->slot, l->gen);
-	}
-	if (l->fast) {
-		if (uatomic_read(&m->closed))
+		if (uatomic_read(&m->closed)) {
 			wlk__fast_discard(m->b, l->slot, l->gen);
-		wlk__fast_forget(l);
+			uatomic_set(&lane->state, WLK_LANE_EMPTY);
+		}
+		return 0;
+	}
+	rc = wlk__release_slot(m->b, l->slot, l->gen, l->fast || l->laned);
+	if (l->fast || l->laned) {
+		/* A slot not kept (closed, stolen, gone) fails the lane's
+		 * next claim, which empties the lane. */
+		lane->slot = l->slot;
+		lane->gen = l->gen + 1;
+		uatomic_set(&lane->state, rc == 0 ? WLK_LANE_READY
+						  : WLK_LANE_EMPTY);
+		l->fast = l->laned = false;
 	}
 	return rc;
 }
@@ -237,14 +246,34 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 		.hash = l->hash,
 	};
 	uint64_t deadline = o->timeout_ns ? wlk__now_ns() + o->timeout_ns : 0;
+	struct wlk__lane *lane = wlk__lane_take(m);
 	struct watch watch;
 	uint32_t *word;
 	int rc, why, cancel;
 
+	/* A slot of our own, if a lane has one: no free-list traffic. */
+	e.own = lane ? lane->slot : WLK_NIL;
+	e.own_gen = lane ? lane->gen : 0;
 	rc = wlk__lock(b, &wake);
-	if (rc)
+	if (rc) {
+		if (lane)
+			uatomic_set(&lane->state, WLK_LANE_READY);
 		return rc;
+	}
 	rc = wlk__request_lock(b, &e, &wake, &l->slot, &l->gen);
+	if (lane) {
+		if (rc == 0 && l->slot == lane->slot) {
+			l->lane = (uint8_t)(lane - m->lanes);
+			l->laned = true; /* the lane stays BUSY with it */
+		} else {
+			uatomic_set(&lane->state,
+				    wlk__req(b, lane->slot)->word ==
+						    WLK_WORD(lane->gen,
+							     WLK_SLOT_RESERVED)
+					    ? WLK_LANE_READY
+					    : WLK_LANE_EMPTY);
+		}
+	}
 	if (rc >= 0)
 		wlk__stash_fill(m);
 	/*
@@ -289,7 +318,7 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 	if (!why)
 		return 0;
 release:
-	wlk__release_slot(b, l->slot, l->gen);
+	wlk__release_slot(b, l->slot, l->gen, false);
 	return why;
 }
 
@@ -380,6 +409,8 @@ struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 	l->watched = false;
 	l->on_stolen = NULL;
 	l->fast = false;
+	l->laned = false;
+	l->lane = 0;
 	l->hashed = false;
 	l->name_len = len;
 	memcpy(l->name, name, len);
@@ -438,6 +469,8 @@ static int acquire(struct wlk_manager *m, const char *name, size_t len,
 		}
 	}
 	rc = obtain(m, l, o, &got);
+	if ((rc || !got) && l->laned) /* its slot was freed */
+		uatomic_set(&m->lanes[l->lane].state, WLK_LANE_EMPTY);
 	if (rc || !got) {
 		wlk__lock_free(l);
 		wlk__manager_leave(m);

@@ -255,6 +255,21 @@ void wlk__req_free(struct wlk__bucket *b, uint32_t ri)
 }
 
 /*
+ * wlk__req_keep() - like wlk__req_free(), but the slot stays its client's,
+ * in reserve for the fast path (RESERVED, gen + 1): no free list, no count.
+ */
+void wlk__req_keep(struct wlk__bucket *b, uint32_t ri)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+
+	r->prev = r->next = WLK_NIL;
+	r->sleeping = 0;
+	r->flags = 0;
+	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word) + 1,
+					   WLK_SLOT_RESERVED));
+}
+
+/*
  * wlk__req_reclaim() - take back a slot a client keeps in reserve, unless
  * its fast path claimed it first (both CAS the word). Return: whether it
  * was freed.

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../common.h"
+#include "weblocks/inspect.h"
 
 static const struct wlk_options sh = {.mode = WLK_SHARED};
 static const struct wlk_options ex_ia = {.if_available = true};
@@ -214,4 +215,39 @@ Test(fast, same_name_in_two_buckets_stays_apart, T_FIX, .timeout = 10)
 	T_ASSERT_RC(wlk_release(lb), 0);
 	cr_assert_eq(t_held_n(b2, "r", 1), 0);
 	T_ASSERT_RC(wlk_manager_validate(b2, NULL, NULL), 0);
+}
+
+Test(fast, slots_come_back_after_waits_timeouts_and_steals, T_FIX,
+     .timeout = 30)
+{
+	static const struct wlk_options t1 = {.timeout_ns = 1000 * 1000};
+	struct wlk_manager_options o = {.max_requests = 4};
+	struct wlk_manager *a = t_open_opts(&o), *b = t_open_opts(&o);
+	struct wlk_inspect_snapshot *s = NULL;
+	struct wlk_inspect *in = NULL;
+	struct wlk_lock *la, *lb;
+
+	/* With 4 slots, a slot lost on any of these paths runs out fast. */
+	for (int i = 0; i < 300; i++) {
+		la = lb = NULL;
+		T_ASSERT_RC(wlk_acquire(a, "r", 1, NULL, &la), 0);
+		T_ASSERT_RC(wlk_acquire(b, "r", 1, &t1, &lb), WLK_ETIMEDOUT);
+		if (i % 3 == 0) {
+			T_ASSERT_RC(wlk_acquire(b, "r", 1, &steal, &lb), 0);
+			T_ASSERT_RC(wlk_release(la), WLK_ESTOLEN);
+		} else {
+			T_ASSERT_RC(wlk_release(la), 0);
+			T_ASSERT_RC(wlk_acquire(b, "r", 1, NULL, &lb), 0);
+		}
+		T_ASSERT_RC(wlk_release(lb), 0);
+	}
+	cr_assert_eq(t_held_n(a, NULL, 0), 0);
+	T_ASSERT_RC(wlk_manager_validate(a, NULL, NULL), 0);
+	/* Nothing held, pending or stolen is left in any slot. */
+	T_ASSERT_RC(wlk_inspect_open(t_origin, &o, 0, &in), 0);
+	T_ASSERT_RC(wlk_inspect_snapshot(in, &s), 0);
+	cr_assert_eq(s->header.requests, 0, "%u requests left",
+		     s->header.requests);
+	wlk_inspect_snapshot_free(s);
+	wlk_inspect_close(in);
 }
