@@ -222,8 +222,12 @@ int wlk__fast_release(struct wlk_lock *l)
 	struct wlk_seg_name *n = wlk__name(b, l->fast_name);
 	uint64_t held = WLK_FAST(l->fast_ngen, 1, l->slot + 1, l->gen);
 
-	if (uatomic_cmpxchg(&n->fast, held, WLK_FAST(l->fast_ngen, 1, 0, 0)) !=
-	    held)
+	/* The whole gen first: the fast word has only its low bits, and a
+	 * stale handle (its manager closed) must not match a reused slot. */
+	if (wlk__word_load(&wlk__req(b, l->slot)->word) !=
+		    WLK_WORD(l->gen, WLK_SLOT_FAST) ||
+	    uatomic_cmpxchg(&n->fast, held, WLK_FAST(l->fast_ngen, 1, 0, 0)) !=
+		    held)
 		return 1;
 	wlk__word_store(&wlk__req(b, l->slot)->word,
 			WLK_WORD(l->gen, WLK_SLOT_RESERVED));
