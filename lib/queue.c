@@ -148,19 +148,30 @@ struct wlk_seg_name *wlk__name_of(struct wlk__bucket *b,
 	return wlk__name(b, i);
 }
 
+/* Append a request that is in no list to the held set, and count it. */
+static int held_add(struct wlk__bucket *b, struct wlk_seg_name *n,
+		    uint32_t ri)
+{
+	int rc = list_append(b, held_of(n), ri);
+
+	if (rc)
+		return rc;
+	if (wlk__req(b, ri)->mode == WLK_SHARED)
+		n->n_shared++;
+	else
+		n->n_excl++;
+	return 0;
+}
+
 /* Move a request that is in no list into the held set. */
 static int grant(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 		 struct wlk__wake *wake)
 {
 	struct wlk_seg_request *r = wlk__req(b, ri);
-	int rc = list_append(b, held_of(n), ri);
+	int rc = held_add(b, n, ri);
 
 	if (rc)
 		return rc;
-	if (r->mode == WLK_SHARED)
-		n->n_shared++;
-	else
-		n->n_excl++;
 	r->token = uatomic_add_return(&n->token, 1);
 	r->grant_ns = wlk__stamp_ns();
 	WLK_FAILPOINT(grant_after_list);
@@ -177,14 +188,10 @@ static int grant(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 int wlk__adopt(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
 {
 	struct wlk_seg_request *r = wlk__req(b, ri);
-	int rc = list_append(b, held_of(n), ri);
+	int rc = held_add(b, n, ri);
 
 	if (rc)
 		return rc;
-	if (r->mode == WLK_SHARED)
-		n->n_shared++;
-	else
-		n->n_excl++;
 	r->seq = ++n->seq;
 	r->sleeping = 0;
 	r->flags = 0;

@@ -104,33 +104,41 @@ static void handoff(struct wlk_manager *h, struct wlk_manager *q,
 	T_ASSERT_RC(wlk_release(g.lock), 0);
 }
 
+/* Two managers of t_origin; @q's doorbell, and its client slot mapped. */
+struct pair {
+	struct wlk_manager *h, *q;
+	struct wlk_seg_client *slot;
+	void *map;
+	size_t size;
+};
+
+static void pair_open(struct pair *p)
+{
+	p->h = t_open();
+	p->q = t_open();
+	cr_assert_geq(wlk_manager_fd(p->q), 0);
+	p->slot = client_slot(wlk_manager_client_id(p->q), &p->map, &p->size);
+	cr_assert_neq(p->slot->bell_ino, 0, "no pipe published");
+}
+
 Test(doorbell, grant_rings_the_pipe, T_FIX, .timeout = 10)
 {
-	struct wlk_manager *h = t_open(), *q = t_open();
-	struct wlk_seg_client *slot;
-	size_t size;
-	void *map;
+	struct pair p;
 
-	cr_assert_geq(wlk_manager_fd(q), 0);
-	slot = client_slot(wlk_manager_client_id(q), &map, &size);
-	cr_assert_neq(slot->bell_ino, 0, "no pipe published");
-	handoff(h, q, slot, false);
-	handoff(h, q, slot, false); /* the granter's cached descriptor */
-	munmap(map, size);
+	pair_open(&p);
+	handoff(p.h, p.q, p.slot, false);
+	handoff(p.h, p.q, p.slot, false); /* the granter's cached descriptor */
+	munmap(p.map, p.size);
 }
 
 Test(doorbell, unusable_pipe_falls_back_to_the_socket, T_FIX, .timeout = 10)
 {
-	struct wlk_manager *h = t_open(), *q = t_open();
-	struct wlk_seg_client *slot;
-	size_t size;
-	void *map;
+	struct pair p;
 
-	cr_assert_geq(wlk_manager_fd(q), 0);
-	slot = client_slot(wlk_manager_client_id(q), &map, &size);
+	pair_open(&p);
 	/* Not that pipe: granters must not write to whatever this is. */
-	slot->bell_ino ^= 0x5a5a5a5aull;
-	handoff(h, q, slot, true);
-	handoff(h, q, slot, true);
-	munmap(map, size);
+	p.slot->bell_ino ^= 0x5a5a5a5aull;
+	handoff(p.h, p.q, p.slot, true);
+	handoff(p.h, p.q, p.slot, true);
+	munmap(p.map, p.size);
 }
