@@ -97,7 +97,7 @@ static bool memo_find(struct wlk__bucket *b, const struct wlk_lock *l,
 {
 	if (memo.len != l->name_len || memo.seg_key[0] != b->seg_key[0] ||
 	    memo.seg_key[1] != b->seg_key[1] || !memo.len ||
-	    memcmp(memo.name, l->name, l->name_len))
+	    memcmp(memo.name, l->name, l->name_len) != 0)
 		return false;
 	*hash = memo.hash;
 	*ni = memo.ni;
