@@ -169,8 +169,16 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l)
 		return 1;
 	n = wlk__name(b, ni);
 	on = WLK_FAST(ngen, 1, 0, 0);
-	if (fast_load(&n->fast) != on)
+	if (fast_load(&n->fast) != on) {
+		/* A remembered entry that went (evicted, reused) is no sign
+		 * of contention: forget it, and look the name up next time. */
+		if (memo_hit &&
+		    wlk__word_load(&n->word) != WLK_WORD(ngen, WLK_SLOT_USED)) {
+			memo.len = 0;
+			return 1;
+		}
 		goto contended;
+	}
 	lane = wlk__lane_take(m);
 	if (!lane)
 		return 1;
