@@ -22,11 +22,6 @@
 _Static_assert(WLK_LIMIT_MAX_REQUESTS + 1ull <= WLK_FAST_HOLDER_MASK,
 	       "a fast word holds any request slot + 1");
 
-/* Process-local lane states (struct wlk__lane). */
-#define LANE_EMPTY WLK_LANE_EMPTY
-#define LANE_READY WLK_LANE_READY
-#define LANE_BUSY WLK_LANE_BUSY
-
 /* How many retries a mutex-side CAS makes against a fast path in a loop. */
 #define INFLATE_TRIES 1000
 
@@ -123,9 +118,9 @@ static void memo_keep(struct wlk__bucket *b, const struct wlk_lock *l,
 struct wlk__lane *wlk__lane_take(struct wlk_manager *m)
 {
 	for (unsigned int i = 0; i < WLK_LANES; i++)
-		if (uatomic_read(&m->lanes[i].state) == LANE_READY &&
-		    uatomic_cmpxchg(&m->lanes[i].state, LANE_READY,
-				    LANE_BUSY) == LANE_READY)
+		if (uatomic_read(&m->lanes[i].state) == WLK_LANE_READY &&
+		    uatomic_cmpxchg(&m->lanes[i].state, WLK_LANE_READY,
+				    WLK_LANE_BUSY) == WLK_LANE_READY)
 			return &m->lanes[i];
 	return NULL;
 }
@@ -189,7 +184,7 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l)
 	if (uatomic_cmpxchg(&r->word, WLK_WORD(g, WLK_SLOT_RESERVED),
 			    WLK_WORD(g, WLK_SLOT_FAST)) !=
 	    WLK_WORD(g, WLK_SLOT_RESERVED)) {
-		uatomic_set(&lane->state, LANE_EMPTY);
+		uatomic_set(&lane->state, WLK_LANE_EMPTY);
 		return 1;
 	}
 	r->mode = (uint8_t)l->mode;
@@ -201,7 +196,7 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l)
 	/* The CAS publishes the fields above to whoever inflates. */
 	if (uatomic_cmpxchg(&n->fast, on, WLK_FAST(ngen, 1, s + 1, g)) != on) {
 		wlk__word_store(&r->word, WLK_WORD(g, WLK_SLOT_RESERVED));
-		uatomic_set(&lane->state, LANE_READY);
+		uatomic_set(&lane->state, WLK_LANE_READY);
 		goto contended;
 	}
 	l->token = uatomic_add_return(&n->token, 1);
@@ -239,7 +234,7 @@ int wlk__fast_release(struct wlk_lock *l)
 		return 1;
 	wlk__word_store(&wlk__req(b, l->slot)->word,
 			WLK_WORD(l->gen, WLK_SLOT_RESERVED));
-	uatomic_set(&m->lanes[l->lane].state, LANE_READY);
+	uatomic_set(&m->lanes[l->lane].state, WLK_LANE_READY);
 	return 0;
 }
 
@@ -364,19 +359,19 @@ void wlk__stash_fill(struct wlk_manager *m)
 	/* Plain reads first: the lanes are usually all full, and a CAS
 	 * here would be time the other processes wait for the mutex. */
 	for (unsigned int i = 0; i < WLK_LANES && !lane; i++)
-		if (uatomic_read(&m->lanes[i].state) == LANE_EMPTY &&
-		    uatomic_cmpxchg(&m->lanes[i].state, LANE_EMPTY,
-				    LANE_BUSY) == LANE_EMPTY)
+		if (uatomic_read(&m->lanes[i].state) == WLK_LANE_EMPTY &&
+		    uatomic_cmpxchg(&m->lanes[i].state, WLK_LANE_EMPTY,
+				    WLK_LANE_BUSY) == WLK_LANE_EMPTY)
 			lane = &m->lanes[i];
 	if (!lane)
 		return;
 	if (h->n_requests >= b->geo.max_requests - b->geo.max_requests / 4) {
-		uatomic_set(&lane->state, LANE_EMPTY);
+		uatomic_set(&lane->state, WLK_LANE_EMPTY);
 		return;
 	}
 	ri = wlk__req_alloc(b);
 	if (ri == WLK_NIL) {
-		uatomic_set(&lane->state, LANE_EMPTY);
+		uatomic_set(&lane->state, WLK_LANE_EMPTY);
 		return;
 	}
 	r = wlk__req(b, ri);
@@ -393,7 +388,7 @@ void wlk__stash_fill(struct wlk_manager *m)
 	lane->slot = ri;
 	lane->gen = WLK_WORD_GEN(r->word);
 	wlk__word_store(&r->word, WLK_WORD(lane->gen, WLK_SLOT_RESERVED));
-	uatomic_set(&lane->state, LANE_READY);
+	uatomic_set(&lane->state, WLK_LANE_READY);
 }
 
 /*

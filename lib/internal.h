@@ -348,6 +348,7 @@ int wlk__name_find(struct wlk__bucket *b, const void *name, uint32_t len,
 int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 		  uint64_t hash, uint32_t *out) WLK_INTERNAL;
 void wlk__name_put(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
+void wlk__name_settle(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
 int wlk__name_touch(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
 void wlk__idle_append(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
 void wlk__name_reset(struct wlk_seg_name *n) WLK_INTERNAL;

@@ -138,7 +138,7 @@ settle:
 	/* Inflated for nothing: give the fast path its name back. */
 	if (ni < b->geo.max_names &&
 	    WLK_WORD_STATE(wlk__name(b, ni)->word) == WLK_SLOT_USED)
-		wlk__name_put(b, ni);
+		wlk__name_settle(b, ni);
 	return rc;
 }
 

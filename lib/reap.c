@@ -151,6 +151,15 @@ static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 	return fits;
 }
 
+/* The agents ahead of pending request @ri, at most @max (capped). */
+static bool blockers_of(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
+			unsigned int *k, unsigned int max)
+{
+	if (max > WLK_WATCH_MAX)
+		max = WLK_WATCH_MAX;
+	return blockers(b, wlk__req(b, ri)->name, ri, set, k, max);
+}
+
 /*
  * wlk__watch_set() - reap the dead among the agents blocking pending
  * request @ri and arm the lifelines of the live ones for watching: on
@@ -163,11 +172,8 @@ bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
 {
 	uint32_t set[WLK_WATCH_MAX];
 	unsigned int k = 0;
-	bool all;
+	bool all = blockers_of(b, ri, set, &k, max);
 
-	if (max > WLK_WATCH_MAX)
-		max = WLK_WATCH_MAX;
-	all = blockers(b, wlk__req(b, ri)->name, ri, set, &k, max);
 	*n = 0;
 	for (unsigned int i = 0; i < k; i++) {
 		uint32_t *w = wlk__lifeline_word(b, set[i]);
@@ -223,11 +229,8 @@ bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
 {
 	uint32_t set[WLK_WATCH_MAX];
 	unsigned int k = 0;
-	bool all;
+	bool all = blockers_of(b, ri, set, &k, max);
 
-	if (max > WLK_WATCH_MAX)
-		max = WLK_WATCH_MAX;
-	all = blockers(b, wlk__req(b, ri)->name, ri, set, &k, max);
 	*n = 0;
 	for (unsigned int i = 0; i < k; i++)
 		if (!wlk__agent_probe(b, set[i], wake))

@@ -118,18 +118,25 @@ int wlk__name_touch(struct wlk__bucket *b, uint32_t ni)
 	return idle(wlk__name(b, ni)) ? idle_remove(b, ni) : 0;
 }
 
-/* The last request of a name went: keep the entry, idle, and let the
- * fast path have it. */
-void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
+/*
+ * wlk__name_settle() - a name with neither held set nor queue goes back to
+ * the fast path, unless a request had to wait for it lately.
+ */
+void wlk__name_settle(struct wlk__bucket *b, uint32_t ni)
 {
 	struct wlk_seg_name *n = wlk__name(b, ni);
 
-	if (!idle(n))
-		return;
-	if (n->idle_prev == WLK_NIL && b->hdr->idle_head != ni)
-		wlk__idle_append(b, ni);
-	if (wlk__stamp_ns() - n->waited_ns >= WLK_FAST_COOL_NS)
+	if (idle(n) && wlk__stamp_ns() - n->waited_ns >= WLK_FAST_COOL_NS)
 		wlk__name_deflate(b, ni);
+}
+
+/* The last request of a name went: keep the entry, idle. */
+void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
+{
+	if (!idle(wlk__name(b, ni)))
+		return;
+	wlk__idle_append(b, ni);
+	wlk__name_settle(b, ni);
 }
 
 /* Free the least recently used idle name, for a new name to use. */
