@@ -7,6 +7,7 @@
  * parser refuses everything the RFC does, and raw non-UTF-8 bytes too.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,34 +73,31 @@ static bool put(char **buf, size_t *len, size_t *cap, unsigned char c)
 	return true;
 }
 
+/*
+ * Length of the valid UTF-8 sequence at @b, 0 if none. Deliberately not
+ * the tool's table of lead and second bytes (tools/json.c): decode the
+ * code point, then refuse what RFC 3629 refuses, overlong forms,
+ * surrogates and anything above U+10FFFF, so the two do not share a bug.
+ */
 static size_t utf8_len(const unsigned char *b, size_t n)
 {
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t len;
+	static const uint32_t min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
+	size_t len = b[0] < 0x80 ? 1 : (b[0] & 0xe0) == 0xc0 ? 2
+				 : (b[0] & 0xf0) == 0xe0 ? 3
+				 : (b[0] & 0xf8) == 0xf0 ? 4 : 0;
+	uint32_t cp;
 
-	if (b[0] < 0x80)
-		return 1;
-	if (b[0] >= 0xc2 && b[0] <= 0xdf)
-		len = 2;
-	else if (b[0] >= 0xe0 && b[0] <= 0xef)
-		len = 3;
-	else if (b[0] >= 0xf0 && b[0] <= 0xf4)
-		len = 4;
-	else
+	if (!len || n < len)
 		return 0;
-	if (b[0] == 0xe0)
-		lo = 0xa0;
-	else if (b[0] == 0xed)
-		hi = 0x9f;
-	else if (b[0] == 0xf0)
-		lo = 0x90;
-	else if (b[0] == 0xf4)
-		hi = 0x8f;
-	if (n < len || b[1] < lo || b[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (b[i] < 0x80 || b[i] > 0xbf)
+	cp = len == 1 ? b[0] : b[0] & (0x7fu >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((b[i] & 0xc0) != 0x80)
 			return 0;
+		cp = cp << 6 | (b[i] & 0x3fu);
+	}
+	if (cp < min_cp[len] || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
 	return len;
 }
 
