@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "common.h"
+#include "weblocks/async.h"
 
 #define T_MAX_TRACKED 64
 
@@ -140,6 +141,61 @@ static void t_unlink_mapped_segments(void)
 			(void)unlink(p);
 	}
 	fclose(f);
+}
+
+size_t t_entries_of(struct wlk_manager *m, pid_t pid)
+{
+	struct wlk_snapshot *s = NULL;
+	size_t i, c = 0;
+
+	if (wlk_query(m, &s) != 0)
+		return SIZE_MAX;
+	for (i = 0; i < wlk_snapshot_held_count(s); i++)
+		if (wlk_snapshot_held(s, i)->pid == pid)
+			c++;
+	for (i = 0; i < wlk_snapshot_pending_count(s); i++)
+		if (wlk_snapshot_pending(s, i)->pid == pid)
+			c++;
+	wlk_snapshot_free(s);
+	return c;
+}
+
+int t_dispatch_ready(struct wlk_manager *m)
+{
+	int n = 0, rc;
+
+	while (t_readable(wlk_manager_fd(m))) {
+		rc = wlk_manager_dispatch(m);
+		if (rc < 0)
+			return rc;
+		n += rc;
+	}
+	return n;
+}
+
+/* Violations reported by wlk_manager_validate(), for the message. */
+struct t_report {
+	int n;
+	char text[1024];
+};
+
+static void t_report_add(const char *what, void *arg)
+{
+	struct t_report *r = arg;
+	size_t len = strlen(r->text);
+
+	r->n++;
+	snprintf(r->text + len, sizeof(r->text) - len, "%s; ", what);
+}
+
+void t_assert_valid(struct wlk_manager *m, const char *what)
+{
+	struct t_report r = {0};
+	int rc = wlk_manager_validate(m, t_report_add, &r);
+
+	cr_assert_eq(rc, 0, "%s%svalidate: %s, %d violations: %s",
+		     what ? what : "", what ? ": " : "", t_ename(rc), r.n,
+		     r.text);
 }
 
 static void t_violation(const char *what, void *arg)

@@ -78,6 +78,16 @@ size_t t_held_by_pid(struct wlk_manager *m, const char *name, size_t len,
 /* The pids of the pending entries on @name, in order; their count. */
 size_t t_pending_pids(struct wlk_manager *m, const char *name, size_t len,
 		      pid_t *pids, size_t max);
+/* Held and pending entries of process @pid in the bucket; SIZE_MAX. */
+size_t t_entries_of(struct wlk_manager *m, pid_t pid);
+/*
+ * Fail the test unless wlk_manager_validate(@m) passes; the message starts
+ * with @what (may be NULL) and lists the violations.
+ */
+void t_assert_valid(struct wlk_manager *m, const char *what);
+/* Dispatch @m while its descriptor is readable: the callbacks run, or a
+ * negative code from wlk_manager_dispatch(). */
+int t_dispatch_ready(struct wlk_manager *m);
 /* Poll (bounded, T_WAIT_MS) until the count on @name is @n; true if so. */
 bool t_wait_pending(struct wlk_manager *m, const char *name, size_t len,
 		    size_t n);

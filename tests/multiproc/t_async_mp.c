@@ -106,19 +106,6 @@ static bool pump(struct wlk_manager *m, int want)
 	return pump_ms(m, want, T_WAIT_MS);
 }
 
-/* Dispatch what is ready now; the number of callbacks run. */
-static int drain(struct wlk_manager *m)
-{
-	int n = 0, rc;
-
-	while (t_readable(wlk_manager_fd(m))) {
-		rc = wlk_manager_dispatch(m);
-		if (rc < 0)
-			return rc;
-		n += rc;
-	}
-	return n;
-}
 
 /* Pipes between the parent and one child. */
 struct link {
@@ -225,7 +212,7 @@ Test(async_mp, fifo_order_across_async_and_blocking_processes, T_FIX,
 	for (i = 0; i < K; i++)
 		cr_assert_eq(seen[i], pids[i], "pending entry %d out of order",
 			     i);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 
 	T_ASSERT_RC(wlk_release(l), 0);
 	/* Up to the thread, then the thread records and lets go. */
@@ -365,7 +352,7 @@ static void killed_holder_grants(bool shared)
 	}
 	T_ASSERT_RC(req_async(m, "r", NULL, &r), 0);
 	/* The loop runs: the first dispatch (own bell) grants nothing. */
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(r.calls, 0);
 	cr_assert_not(t_readable(wlk_manager_fd(m)));
 	for (i = 0; i < n; i++)
@@ -528,7 +515,7 @@ Test(async_mp, stealer_in_another_process_is_reported_through_dispatch,
 	T_ASSERT_RC(wlk_lock_on_stolen(lb, on_stolen, &sb), 0);
 	T_ASSERT_RC(wlk_lock_on_stolen(lc, on_stolen, &sc), 0);
 	T_ASSERT_RC(wlk_lock_on_stolen(lc, NULL, NULL), 0);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 
 	link_open(&k, 0, NULL);
 	pid = t_fork(child_steal, &k);
@@ -539,7 +526,7 @@ Test(async_mp, stealer_in_another_process_is_reported_through_dispatch,
 	cr_assert_eq(sb.calls, 1);
 	cr_assert_eq(sa.lock, ra.lock);
 	cr_assert_eq(sb.lock, lb);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(sc.calls, 0, "unwatched lock reported");
 	cr_assert_eq(sa.calls + sb.calls, 2, "a stolen callback ran twice");
 	cr_assert(wlk_lock_stolen(lc));
@@ -587,7 +574,7 @@ Test(async_mp, inherited_manager_is_estate_and_parent_unaffected, T_FIX,
 	cr_assert(pump(m, 1));
 	T_ASSERT_RC(wlk_acquire(o, "r", 1, NULL, &l), 0);
 	T_ASSERT_RC(req_async(m, "r", NULL, &r), 0);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	in = (struct inherited){ .m = m, .lock = held.lock };
 	pid = t_fork(child_inherited, &in);
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 0, "child saw something else");
@@ -634,7 +621,7 @@ Test(async_mp, async_holder_exiting_grants_the_async_waiter, T_FIX,
 	pid = t_fork(child_async_holder_exits, &k);
 	cr_assert_eq(t_get_byte(k.up.rd), 'g');
 	T_ASSERT_RC(req_async(m, "r", NULL, &r), 0);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(r.calls, 0);
 	t_put_byte(k.down.wr, 'x');
 	cr_assert(pump(m, 1), "exit did not reach the descriptor");

@@ -58,48 +58,6 @@ static pid_t fork_linked(int (*fn)(void *), void *arg, struct link *k)
 	return pid;
 }
 
-/* Entries (held or pending) of process @pid in the bucket; SIZE_MAX. */
-static size_t entries_of(struct wlk_manager *m, pid_t pid)
-{
-	struct wlk_snapshot *s = NULL;
-	size_t i, c = 0;
-
-	if (wlk_query(m, &s) != 0)
-		return SIZE_MAX;
-	for (i = 0; i < wlk_snapshot_held_count(s); i++)
-		if (wlk_snapshot_held(s, i)->pid == pid)
-			c++;
-	for (i = 0; i < wlk_snapshot_pending_count(s); i++)
-		if (wlk_snapshot_pending(s, i)->pid == pid)
-			c++;
-	wlk_snapshot_free(s);
-	return c;
-}
-
-/* Violations reported by wlk_manager_validate(), for the message. */
-struct report {
-	int n;
-	char text[1024];
-};
-
-static void on_violation(const char *what, void *arg)
-{
-	struct report *r = arg;
-	size_t len = strlen(r->text);
-
-	r->n++;
-	snprintf(r->text + len, sizeof(r->text) - len, "%s; ", what);
-}
-
-static void assert_valid(struct wlk_manager *m)
-{
-	struct report r = { 0 };
-	int rc = wlk_manager_validate(m, on_violation, &r);
-
-	cr_assert_eq(rc, 0, "validate: %s, %d violations: %s", t_ename(rc),
-		     r.n, r.text);
-}
-
 /* Acquire @name with if_available and release it: the name is free. */
 static void assert_free(struct wlk_manager *m, const char *name)
 {
@@ -202,13 +160,13 @@ Test(death, killed_exclusive_holder_lets_waiter_in, T_FIX, .timeout = 20)
 	cr_assert_eq(t_holder_wait_granted(&w), 0, "waiter not granted");
 	T_ASSERT_RC(w.acq_rc, 0);
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
-	cr_assert_eq(entries_of(m, pid), 0, "query still shows the dead pid");
+	cr_assert_eq(t_entries_of(m, pid), 0, "query still shows the dead pid");
 	cr_assert_eq(t_held_by_pid(m, "x", 1, getpid()), 1);
 	cr_assert_eq(t_pending_n(m, NULL, 0), 0);
 	cr_assert_eq(t_holder_release(&w), 0);
 	T_ASSERT_RC(w.rel_rc, 0);
 	t_holder_join(&w);
-	assert_valid(m);
+	t_assert_valid(m, NULL);
 	link_close(&h.k);
 }
 
@@ -234,7 +192,7 @@ Test(death, killed_shared_holder_leaves_other_shared_holder, T_FIX,
 	cr_assert_eq(kill(p1, SIGKILL), 0);
 	cr_assert_eq(t_wait(p1, T_WAIT_MS), 128 + SIGKILL);
 	cr_assert(t_wait_held(m, "s", 1, 1), "dead shared holder not reaped");
-	cr_assert_eq(entries_of(m, p1), 0);
+	cr_assert_eq(t_entries_of(m, p1), 0);
 	cr_assert_eq(t_held_by_pid(m, "s", 1, p2), 1);
 	cr_assert_eq(t_pending_n(m, "s", 1), 1);
 	T_ASSERT_RC(wlk_acquire(m2, "s", 1, &ex_ia, &l), 0);
@@ -247,7 +205,7 @@ Test(death, killed_shared_holder_leaves_other_shared_holder, T_FIX,
 	T_ASSERT_RC(w.acq_rc, 0);
 	cr_assert_eq(t_holder_release(&w), 0);
 	t_holder_join(&w);
-	assert_valid(m);
+	t_assert_valid(m, NULL);
 	link_close(&h1.k);
 	link_close(&h2.k);
 }
@@ -276,7 +234,7 @@ Test(death, killed_queued_process_leaves_the_queue, T_FIX, .timeout = 20)
 	cr_assert(t_wait_pending(m, "q", 1, 1), "dead C still pending");
 	cr_assert_eq(t_pending_pids(m, "q", 1, seen, 4), 1);
 	cr_assert_eq(seen[0], pb);
-	cr_assert_eq(entries_of(m, pc), 0);
+	cr_assert_eq(t_entries_of(m, pc), 0);
 	cr_assert_not(t_readable(b.k.up.rd), "B granted while A holds");
 
 	T_ASSERT_RC(wlk_release(a), 0);
@@ -286,7 +244,7 @@ Test(death, killed_queued_process_leaves_the_queue, T_FIX, .timeout = 20)
 	cr_assert_eq(t_wait(pb, T_WAIT_MS), 0);
 	cr_assert_eq(t_held_n(m, NULL, 0), 0);
 	cr_assert_eq(t_pending_n(m, NULL, 0), 0);
-	assert_valid(m);
+	t_assert_valid(m, NULL);
 	link_close(&c.k);
 	link_close(&b.k);
 }
@@ -315,10 +273,10 @@ Test(death, blocked_waiter_is_woken_by_the_death_alone, T_FIX,
 
 	cr_assert_eq(t_wait(ph, T_WAIT_MS), 128 + SIGKILL);
 	cr_assert_eq(t_held_by_pid(m, "w", 1, px), 1);
-	cr_assert_eq(entries_of(m, ph), 0);
+	cr_assert_eq(t_entries_of(m, ph), 0);
 	cr_assert_eq(t_put_byte(x.k.down.wr, 'r'), 0);
 	cr_assert_eq(t_wait(px, T_WAIT_MS), 0);
-	assert_valid(m);
+	t_assert_valid(m, NULL);
 	link_close(&h.k);
 	link_close(&x.k);
 }
@@ -366,7 +324,7 @@ static pid_t end_while_held(struct wlk_manager *m, struct hold *h,
 	cr_assert_eq(t_put_byte(h->k.down.wr, 'x'), 0);
 	cr_assert_eq(t_holder_wait_granted(&w), 0, "waiter not granted");
 	T_ASSERT_RC(w.acq_rc, 0);
-	cr_assert_eq(entries_of(m, pid), 0, "query still shows %d", (int)pid);
+	cr_assert_eq(t_entries_of(m, pid), 0, "query still shows %d", (int)pid);
 	cr_assert_eq(t_holder_release(&w), 0);
 	T_ASSERT_RC(w.rel_rc, 0);
 	t_holder_join(&w);
@@ -387,7 +345,7 @@ Test(death, exec_while_holding_releases, T_FIX, .timeout = 20)
 	cr_assert_eq(waitpid(pid, NULL, WNOHANG), 0, "exec'd child ended");
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
-	assert_valid(m);
+	t_assert_valid(m, NULL);
 	link_close(&h.k);
 }
 
@@ -399,7 +357,7 @@ Test(death, exit_without_close_releases, T_FIX, .timeout = 20)
 
 	pid = end_while_held(m, &h, END_EXIT);
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 0);
-	assert_valid(m);
+	t_assert_valid(m, NULL);
 	link_close(&h.k);
 }
 
@@ -411,7 +369,7 @@ Test(death, underscore_exit_without_close_releases, T_FIX, .timeout = 20)
 
 	pid = end_while_held(m, &h, END__EXIT);
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 0);
-	assert_valid(m);
+	t_assert_valid(m, NULL);
 	link_close(&h.k);
 }
 
@@ -436,7 +394,7 @@ Test(death, stopped_holder_keeps_its_lock, T_FIX, .timeout = 20)
 	cr_assert_null(l, "got the lock of a stopped holder");
 	cr_assert_eq(t_held_by_pid(m, "p", 1, pid), 1);
 	cr_assert_eq(t_pending_n(m, NULL, 0), 0);
-	assert_valid(m);
+	t_assert_valid(m, NULL);
 
 	cr_assert_eq(kill(pid, SIGCONT), 0);
 	cr_assert_eq(t_put_byte(h.k.down.wr, 'r'), 0);
@@ -496,7 +454,7 @@ Test(death, thread_exit_is_not_process_death, T_FIX, .timeout = 20)
 	T_ASSERT_RC(wlk_acquire(m, "t", 1, &ex_ia, &l), 0);
 	cr_assert_null(l, "lock of a live process went with its thread");
 	cr_assert_eq(t_held_by_pid(m, "t", 1, pid), 1);
-	assert_valid(m);
+	t_assert_valid(m, NULL);
 	cr_assert_eq(t_put_byte(k.down.wr, 'r'), 0);
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 0, "child failed to release");
 	assert_free(m, "t");
@@ -560,11 +518,11 @@ Test(death, holder_death_detected_while_its_fork_child_lives, T_FIX,
 	T_ASSERT_RC(w.acq_rc, 0);
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
 	cr_assert_eq(waitpid(g, &status, WNOHANG), 0, "grandchild ended");
-	cr_assert_eq(entries_of(m, pid), 0);
-	cr_assert_eq(entries_of(m, g), 0);
+	cr_assert_eq(t_entries_of(m, pid), 0);
+	cr_assert_eq(t_entries_of(m, g), 0);
 	cr_assert_eq(t_holder_release(&w), 0);
 	t_holder_join(&w);
-	assert_valid(m);
+	t_assert_valid(m, NULL);
 
 	t_pipe_close(&f.gate);
 	end = t_now_ns() + (uint64_t)T_WAIT_MS * 1000000u;
@@ -600,8 +558,8 @@ Test(death, killed_stolen_holder_leaves_stealer_holding, T_FIX,
 
 	cr_assert_eq(kill(pa, SIGKILL), 0);
 	cr_assert_eq(t_wait(pa, T_WAIT_MS), 128 + SIGKILL);
-	cr_assert_eq(entries_of(m, pa), 0);
-	assert_valid(m);
+	cr_assert_eq(t_entries_of(m, pa), 0);
+	t_assert_valid(m, NULL);
 	/* The stolen slot of the dead holder was freed. */
 	T_ASSERT_RC(wlk_acquire(m, "z", 1, &ex_ia, &z), 0);
 	cr_assert_not_null(z);
@@ -617,7 +575,7 @@ Test(death, killed_stolen_holder_leaves_stealer_holding, T_FIX,
 	cr_assert_eq(t_holder_release(&w), 0);
 	T_ASSERT_RC(w.rel_rc, 0);
 	t_holder_join(&w);
-	assert_valid(m);
+	t_assert_valid(m, NULL);
 	link_close(&a.k);
 }
 
@@ -742,10 +700,10 @@ static void many_dead(bool queue)
 	}
 	cr_assert_eq(rc, 0, "new process failed: %d", rc);
 	for (i = 0; i < MANY; i++)
-		cr_assert_eq(entries_of(m, pids[i]), 0, "child %d remains", i);
+		cr_assert_eq(t_entries_of(m, pids[i]), 0, "child %d remains", i);
 	cr_assert_eq(t_held_n(m, NULL, 0), 0);
 	cr_assert_eq(t_pending_n(m, NULL, 0), 0);
-	assert_valid(m);
+	t_assert_valid(m, NULL);
 	t_pipe_close(&mc.up);
 }
 
@@ -817,6 +775,6 @@ Test(death, open_from_another_pid_namespace_is_refused, T_FIX,
 		     t_ename(got));
 	T_ASSERT_RC(got, WLK_ESECURITY);
 	cr_assert_eq(t_held_n(m, NULL, 0), 0);
-	assert_valid(m);
+	t_assert_valid(m, NULL);
 	t_pipe_close(&p);
 }

@@ -231,29 +231,13 @@ static int child_die_locked(void *arg)
 	return 13; /* not killed: the fail point is gone */
 }
 
-/* Violations reported by wlk_manager_validate(), for the message. */
-struct report {
-	int n;
-	char text[1024];
-};
-
-static void on_violation(const char *what, void *arg)
-{
-	struct report *r = arg;
-	size_t len = strlen(r->text);
-
-	r->n++;
-	snprintf(r->text + len, sizeof(r->text) - len, "%s; ", what);
-}
-
 static void assert_valid(struct wlk_manager *m, const char *point,
 			 const char *bucket)
 {
-	struct report r = { 0 };
-	int rc = wlk_manager_validate(m, on_violation, &r);
+	char what[128];
 
-	cr_assert_eq(rc, 0, "%s: bucket %s: validate: %s, %d violations: %s",
-		     point, bucket, t_ename(rc), r.n, r.text);
+	snprintf(what, sizeof(what), "%s: bucket %s", point, bucket);
+	t_assert_valid(m, what);
 }
 
 static void assert_free(struct wlk_manager *m, const char *point,
@@ -266,24 +250,6 @@ static void assert_free(struct wlk_manager *m, const char *point,
 		     t_ename(rc));
 	cr_assert_not_null(l, "%s: \"%s\" is still taken", point, name);
 	T_ASSERT_RC(wlk_release(l), 0);
-}
-
-/* Entries (held or pending) of process @pid in the bucket; SIZE_MAX. */
-static size_t entries_of(struct wlk_manager *m, pid_t pid)
-{
-	struct wlk_snapshot *s = NULL;
-	size_t i, c = 0;
-
-	if (wlk_query(m, &s) != 0)
-		return SIZE_MAX;
-	for (i = 0; i < wlk_snapshot_held_count(s); i++)
-		if (wlk_snapshot_held(s, i)->pid == pid)
-			c++;
-	for (i = 0; i < wlk_snapshot_pending_count(s); i++)
-		if (wlk_snapshot_pending(s, i)->pid == pid)
-			c++;
-	wlk_snapshot_free(s);
-	return c;
 }
 
 /* How the script child ended, for messages. */
@@ -420,13 +386,13 @@ static void sweep(const char *point)
 		T_ASSERT_RC(wd.acq_rc, 0);
 	}
 	assert_valid(m, point, "default");
-	cr_assert_eq(entries_of(m, pid), 0, "%s: the dead child remains",
+	cr_assert_eq(t_entries_of(m, pid), 0, "%s: the dead child remains",
 		     point);
 	if (ph)
-		cr_assert_eq(entries_of(m, ph), 0, "%s: dead holder remains",
+		cr_assert_eq(t_entries_of(m, ph), 0, "%s: dead holder remains",
 			     point);
 	if (pk)
-		cr_assert_eq(entries_of(m, pk), 0, "%s: dead helper remains",
+		cr_assert_eq(t_entries_of(m, pk), 0, "%s: dead helper remains",
 			     point);
 	cr_assert_eq(t_pending_n(m, NULL, 0), 0, "%s: pending left", point);
 	/* A steal is all or nothing, even when its requester dies in it

@@ -127,19 +127,6 @@ static bool pump(struct wlk_manager *m, int want)
 	return true;
 }
 
-/* Dispatch what is ready now; then nothing may be left readable. */
-static int drain(struct wlk_manager *m)
-{
-	int n = 0, rc;
-
-	while (t_readable(wlk_manager_fd(m))) {
-		rc = wlk_manager_dispatch(m);
-		if (rc < 0)
-			return rc;
-		n += rc;
-	}
-	return n;
-}
 
 /* A thread making one blocking request, counted like a callback. */
 struct blocker {
@@ -213,7 +200,7 @@ Test(async, dispatch_before_any_request_runs_nothing, T_FIX, .timeout = 10)
 
 	T_ASSERT_RC(wlk_manager_dispatch(m), 0);
 	cr_assert_geq(wlk_manager_fd(m), 0);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_not(t_readable(wlk_manager_fd(m)));
 }
 
@@ -234,7 +221,7 @@ Test(async, null_arguments_are_einval, T_FIX, .timeout = 10)
 	T_ASSERT_RC(wlk_request_async(m, "r", 1, NULL, NULL, &r, &req),
 		    WLK_EINVAL);
 	cr_assert_eq(req, (struct wlk_async *)&req, "@out written on error");
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(atomic_load(&r.calls), 0);
 	cr_assert_eq(t_held_n(m, NULL, 0), 0);
 	cr_assert_eq(t_pending_n(m, NULL, 0), 0);
@@ -291,7 +278,7 @@ Test(async, option_errors_queue_nothing_and_call_nothing, T_FIX,
 	cr_assert(pump(m, 1));
 	cr_assert_eq(atomic_load(&r.calls), 1, "a refused request called back");
 	T_ASSERT_RC(r.status, 0);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(t_held_n(m, NULL, 0), 0);
 	cr_assert_eq(t_pending_n(m, NULL, 0), 0);
 	wlk_signal_free(s);
@@ -394,7 +381,7 @@ Test(async, descriptor_errors_queue_nothing_and_call_nothing, T_FIX,
 	free_fds(fds, n, &saved);
 	cr_assert_lt(sig_rc, 0, "request queued without its signal's fd");
 
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(atomic_load(&r1.calls) + atomic_load(&r2.calls), 0,
 		     "a refused request called back");
 	cr_assert_eq(t_pending_n(o, NULL, 0), 0, "a refused request queued");
@@ -485,7 +472,7 @@ Test(async, if_available_miss_gives_status_0_and_null_lock, T_FIX,
 	cr_assert(pump(m, 2));
 	T_ASSERT_RC(hit.status, 0);
 	cr_assert_not_null(hit.lock);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(atomic_load(&miss.calls), 1);
 	T_ASSERT_RC(wlk_release(hit.lock), 0);
 	T_ASSERT_RC(wlk_release(l), 0);
@@ -539,7 +526,7 @@ Test(async, many_outstanding_requests_on_one_descriptor, T_FIX,
 			cr_assert_gt(same[i].seq, same[i - 1].seq,
 				     "request %d granted before %d", i, i - 1);
 	}
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(atomic_load(&g_calls), 2 * N, "a callback ran twice");
 	cr_assert_eq(t_held_n(m, NULL, 0), 0);
 	cr_assert_eq(t_pending_n(m, NULL, 0), 0);
@@ -645,7 +632,7 @@ Test(async, fifo_order_across_async_and_blocking_threads, T_FIX,
 			  "requester %d did not queue", i);
 	}
 	/* The first dispatch (our own bell) must not grant anything. */
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	T_ASSERT_RC(wlk_release(l), 0);
 	cr_assert(pump(m, K), "only %d of %d granted", atomic_load(&g_calls),
 		  K);
@@ -681,11 +668,11 @@ Test(async, shared_async_request_waits_behind_queued_exclusive, T_FIX,
 	cr_assert(t_wait_pending(o, "r", 1, 1));
 	T_ASSERT_RC(req_async(m, "r", &sh, &r), 0);
 	cr_assert_eq(t_pending_n(o, "r", 1), 2, "shared request jumped");
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(atomic_load(&r.calls), 0);
 	T_ASSERT_RC(wlk_release(l), 0);
 	cr_assert_eq(t_holder_wait_granted(&h), 0);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(atomic_load(&r.calls), 0, "granted beside an exclusive");
 	cr_assert_eq(t_holder_release(&h), 0);
 	cr_assert(pump(m, 1));
@@ -713,7 +700,7 @@ Test(async, abort_passes_the_reason_and_leaves_the_queue, T_FIX,
 			      &r), 0);
 	t_holder_start(&h, x, "r", 1, NULL);
 	cr_assert(t_wait_pending(o, "r", 1, 2));
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 
 	wlk_signal_abort(s, -ECANCELED);
 	cr_assert(pump(m, 1), "abort did not make the descriptor readable");
@@ -725,7 +712,7 @@ Test(async, abort_passes_the_reason_and_leaves_the_queue, T_FIX,
 	T_ASSERT_RC(h.acq_rc, 0);
 	cr_assert_eq(t_holder_release(&h), 0);
 	t_holder_join(&h);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(atomic_load(&r.calls), 1);
 	wlk_signal_free(s);
 }
@@ -838,7 +825,7 @@ Test(async, timeout_gives_etimedout_and_leaves_the_queue, T_FIX,
 	cr_assert_null(r.lock);
 	cr_assert_geq(t_now_ns() - t0, ot.timeout_ns, "timed out early");
 	cr_assert_eq(t_pending_n(o, "r", 1), 1, "timed-out request queued");
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	T_ASSERT_RC(wlk_release(l), 0);
 	cr_assert_eq(t_holder_wait_granted(&h), 0);
 	cr_assert_eq(t_holder_release(&h), 0);
@@ -854,13 +841,13 @@ Test(async, grant_before_the_deadline_wins, T_FIX, .timeout = 20)
 
 	T_ASSERT_RC(wlk_acquire(o, "r", 1, NULL, &l), 0);
 	T_ASSERT_RC(req_async(m, "r", &ot, &r), 0);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	T_ASSERT_RC(wlk_release(l), 0);
 	cr_assert(pump(m, 1));
 	T_ASSERT_RC(r.status, 0);
 	T_ASSERT_RC(r.rel_rc, 0);
 	/* The disarmed deadline does not ring later. */
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 }
 
 /*
@@ -906,7 +893,7 @@ Test(async, cancel_gives_eaborted_and_leaves_the_queue, T_FIX, .timeout = 20)
 	t_holder_start(&h, x, "r", 1, NULL);
 	cr_assert(t_wait_pending(o, "r", 1, 2));
 	T_ASSERT_RC(req_async(m, "r", NULL, &after), 0);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 
 	T_ASSERT_RC(wlk_async_cancel(r.req), 0);
 	T_ASSERT_RC(wlk_async_cancel(r.req), 0); /* twice: harmless */
@@ -915,7 +902,7 @@ Test(async, cancel_gives_eaborted_and_leaves_the_queue, T_FIX, .timeout = 20)
 	T_ASSERT_RC(r.status, WLK_EABORTED);
 	cr_assert_null(r.lock);
 	cr_assert_eq(t_pending_n(o, "r", 1), 2, "cancelled request queued");
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(atomic_load(&r.calls), 1, "cancelled callback ran again");
 
 	T_ASSERT_RC(wlk_release(l), 0);
@@ -1064,7 +1051,7 @@ static void steal_notifies(struct wlk_manager *m, struct wlk_lock *l)
 	int base = atomic_load(&g_calls);
 
 	T_ASSERT_RC(wlk_lock_on_stolen(l, on_stolen, &s), 0);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_not(t_readable(wlk_manager_fd(m)));
 	T_ASSERT_RC(wlk_acquire(thief, "r", 1, &steal, &lt), 0);
 	cr_assert_eq(atomic_load(&s.calls), 0, "stolen callback ran in steal");
@@ -1072,7 +1059,7 @@ static void steal_notifies(struct wlk_manager *m, struct wlk_lock *l)
 	cr_assert(pump(m, base + 1), "steal did not ring the descriptor");
 	cr_assert_eq(atomic_load(&s.calls), 1);
 	cr_assert_eq(s.lock, l, "stolen callback got another lock");
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(atomic_load(&s.calls), 1, "stolen callback ran twice");
 	T_ASSERT_RC(wlk_release(l), WLK_ESTOLEN);
 	cr_assert_eq(t_held_by(m, "r", 1, wlk_manager_client_id(thief)), 1);
@@ -1130,7 +1117,7 @@ Test(async, on_stolen_null_stops_watching, T_FIX, .timeout = 10)
 	T_ASSERT_RC(wlk_lock_on_stolen(l, NULL, NULL), 0);
 	T_ASSERT_RC(wlk_lock_on_stolen(l, NULL, NULL), 0); /* twice */
 	T_ASSERT_RC(wlk_acquire(thief, "r", 1, &steal, &lt), 0);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(atomic_load(&s.calls), 0, "unwatched lock reported");
 	T_ASSERT_RC(wlk_release(l), WLK_ESTOLEN);
 	T_ASSERT_RC(wlk_release(lt), 0);
@@ -1164,7 +1151,7 @@ Test(async, released_watched_lock_is_not_reported, T_FIX, .timeout = 10)
 	T_ASSERT_RC(wlk_lock_on_stolen(l, on_stolen, &s), 0);
 	T_ASSERT_RC(wlk_release(l), 0);
 	T_ASSERT_RC(wlk_acquire(thief, "r", 1, &steal, &lt), 0);
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(atomic_load(&s.calls), 0);
 	T_ASSERT_RC(wlk_release(lt), 0);
 }
@@ -1369,7 +1356,7 @@ Test(async, callback_may_dispatch_again, T_FIX, .timeout = 10)
 	cr_assert(pump(m, 2));
 	cr_assert_geq(r1.then_rc, 0, "nested dispatch: %s",
 		      t_ename(r1.then_rc));
-	T_ASSERT_RC(drain(m), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(atomic_load(&r1.calls), 1);
 	cr_assert_eq(atomic_load(&r2.calls), 1);
 	T_ASSERT_RC(r1.rel_rc, 0);
