@@ -22,9 +22,6 @@
 _Static_assert(WLK_LIMIT_MAX_REQUESTS + 1ull <= WLK_FAST_HOLDER_MASK,
 	       "a fast word holds any request slot + 1");
 
-/* How many retries a mutex-side CAS makes against a fast path in a loop. */
-#define INFLATE_TRIES 1000
-
 static uint64_t fast_load(const uint64_t *f)
 {
 	uint64_t v = uatomic_read(f);
@@ -266,40 +263,52 @@ void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)
  * WLK_ECORRUPT.
  */
 /*
- * wlk__fast_off() - under the mutex: clear ON in @ni's fast word, racing
- * only with fast paths (which CAS too). Return: the request slot the word
- * names as holder, if that slot really is this name's fast holder, else
- * WLK_NIL. The holder bits stay until the caller stores the word OFF.
+ * The request slot fast word @f of name @ni names as its holder, if that
+ * slot really is the name's fast holder (claimed, for this name and gen);
+ * else WLK_NIL. A slot freed under its holder (a dead client) holds
+ * nothing.
  */
-uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni)
+static uint32_t holder_of(struct wlk__bucket *b, uint32_t ni, uint64_t f)
 {
-	struct wlk_seg_name *n = wlk__name(b, ni);
-	uint32_t ngen = WLK_WORD_GEN(n->word), s;
-	uint64_t f = fast_load(&n->fast);
+	uint32_t ngen = WLK_WORD_GEN(wlk__name(b, ni)->word), s;
 	struct wlk_seg_request *r;
 
-	for (int tries = 0; f & WLK_FAST_ON; tries++) {
-		uint64_t seen;
-
-		if (WLK_FAST_NGEN(f) != ngen || tries >= INFLATE_TRIES)
-			return WLK_NIL; /* not this entry's: no holder */
-		seen = uatomic_cmpxchg(&n->fast, f, f & ~WLK_FAST_ON);
-		if (seen == f)
-			break;
-		f = seen;
-	}
 	if (!WLK_FAST_HOLDER1(f) || WLK_FAST_NGEN(f) != ngen)
 		return WLK_NIL;
 	s = WLK_FAST_HOLDER1(f) - 1;
 	if (s >= b->geo.max_requests)
 		return WLK_NIL;
 	r = wlk__req(b, s);
-	/* A slot freed under its holder (a dead client) holds nothing. */
 	if (WLK_WORD_STATE(r->word) != WLK_SLOT_FAST ||
 	    (WLK_WORD_GEN(r->word) & WLK_FAST_SGEN_MASK) != WLK_FAST_SGEN(f) ||
 	    r->name != ni || r->name_gen != ngen || r->mode > WLK_SHARED)
 		return WLK_NIL;
 	return s;
+}
+
+/*
+ * wlk__fast_off() - under the mutex: clear ON in @ni's fast word, racing
+ * only with fast paths, which CAS too (each failed CAS here is one of
+ * theirs that succeeded). Return: the name's fast holder (holder_of()),
+ * or WLK_NIL. The holder bits stay until the caller stores the word OFF.
+ */
+uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t ngen = WLK_WORD_GEN(n->word);
+	uint64_t f = fast_load(&n->fast);
+
+	while (f & WLK_FAST_ON) {
+		uint64_t seen;
+
+		if (WLK_FAST_NGEN(f) != ngen)
+			return WLK_NIL; /* not this entry's: no holder */
+		seen = uatomic_cmpxchg(&n->fast, f, f & ~WLK_FAST_ON);
+		if (seen == f)
+			break;
+		f = seen;
+	}
+	return holder_of(b, ni, f);
 }
 
 int wlk__name_inflate(struct wlk__bucket *b, uint32_t ni)
@@ -330,18 +339,10 @@ void wlk__name_deflate(struct wlk__bucket *b, uint32_t ni)
 	uatomic_set(&n->fast, WLK_FAST(WLK_WORD_GEN(n->word), 1, 0, 0));
 }
 
-/* Whether fast word @f of name @ni names request @ri as its holder. */
+/* Under the mutex: whether request @ri holds name @ni by its fast word. */
 bool wlk__fast_holds(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
 {
-	struct wlk_seg_name *n = wlk__name(b, ni);
-	struct wlk_seg_request *r = wlk__req(b, ri);
-	uint64_t f = fast_load(&n->fast);
-
-	return WLK_FAST_HOLDER1(f) == ri + 1 &&
-	       WLK_FAST_NGEN(f) == WLK_WORD_GEN(n->word) &&
-	       WLK_FAST_SGEN(f) ==
-		       (WLK_WORD_GEN(r->word) & WLK_FAST_SGEN_MASK) &&
-	       r->name == ni;
+	return holder_of(b, ni, fast_load(&wlk__name(b, ni)->fast)) == ri;
 }
 
 /*
