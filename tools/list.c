@@ -103,12 +103,7 @@ static void json_entry(struct json *j, const char *path,
 	}
 	h = &s->header;
 	count_snapshot(s, &c);
-	json_str(j, "origin", h->origin);
-	json_str(j, "bucket", h->bucket);
-	json_str(j, "partition", h->partition);
-	json_u64(j, "generation", h->generation);
-	json_u64(j, "layout_version", h->layout_version);
-	json_u64(j, "size", h->segment_size);
+	json_identity(j, h);
 	json_str(j, "state", state_name(h));
 	json_object(j, "agents");
 	json_u64(j, "total", s->n_agents);

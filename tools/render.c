@@ -25,6 +25,16 @@ const char *liveness_name(enum wlk_liveness l)
 	}
 }
 
+void json_identity(struct json *j, const struct wlk_inspect_header *h)
+{
+	json_str(j, "origin", h->origin);
+	json_str(j, "bucket", h->bucket);
+	json_str(j, "partition", h->partition);
+	json_u64(j, "generation", h->generation);
+	json_u64(j, "layout_version", h->layout_version);
+	json_u64(j, "size", h->segment_size);
+}
+
 const char *state_name(const struct wlk_inspect_header *h)
 {
 	if (h->poisoned)
@@ -124,12 +134,7 @@ static void json_header(struct json *j, const struct wlk_inspect_header *h)
 	json_object(j, "segment");
 	json_str(j, "path", h->path);
 	json_str(j, "name", base_name(h->path));
-	json_str(j, "origin", h->origin);
-	json_str(j, "bucket", h->bucket);
-	json_str(j, "partition", h->partition);
-	json_u64(j, "generation", h->generation);
-	json_u64(j, "layout_version", h->layout_version);
-	json_u64(j, "size", h->segment_size);
+	json_identity(j, h);
 	json_u64(j, "created_realtime_ns", h->created_realtime_ns);
 	json_str(j, "state", state_name(h));
 	json_bool(j, "locked", h->locked);

@@ -73,6 +73,8 @@ bool conflicts(const struct wlk_inspect_request *p,
 	       const struct wlk_inspect_request *h);
 /* *@d = @now - @then; false when @then is unset or in the future. */
 bool since(uint64_t now, uint64_t then, uint64_t *d);
+/* A segment's identity members (origin .. size), as list and dump give. */
+void json_identity(struct json *j, const struct wlk_inspect_header *h);
 /* The members of a dump document, into its open top-level object. */
 void dump_json(struct json *j, const struct wlk_inspect_snapshot *s);
 
