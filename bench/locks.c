@@ -226,3 +226,13 @@ int lk_release(struct lk *l)
 	}
 	return -1;
 }
+
+void lk_robust_pairs(void *arg, long n)
+{
+	struct lk l = {.kind = LK_ROBUST};
+
+	(void)arg;
+	for (long i = 0; i < n; i++)
+		if (lk_acquire(&l) || lk_release(&l))
+			die("robust mutex");
+}

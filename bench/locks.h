@@ -87,6 +87,8 @@ void lk_open(struct lk *l, enum lk_kind kind, bool shared, int name,
 void lk_close(struct lk *l);
 int lk_acquire(struct lk *l);
 int lk_release(struct lk *l);
+/* @n robust mutex pairs on name 0: the anchor timed beside a figure. */
+void lk_robust_pairs(void *arg, long n);
 
 /* The futex mutex, also used on its own by the handoff benchmark. */
 void futex_lock(uint32_t *w);

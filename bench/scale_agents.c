@@ -85,15 +85,6 @@ static void wlk_pairs(void *arg, long n)
 	}
 }
 
-static void robust_pairs(void *arg, long n)
-{
-	struct lk l = {.kind = LK_ROBUST};
-
-	for (long i = 0; i < n; i++)
-		if (lk_acquire(&l) || lk_release(&l))
-			die("robust mutex");
-}
-
 static void queries(void *arg, long n)
 {
 	for (long i = 0; i < n; i++) {
@@ -108,7 +99,7 @@ static void measure(struct point *p, int reps, uint64_t dur,
 		    struct samples *attach)
 {
 	struct samples pp[3] = {{0}}, pm[3] = {{0}};
-	static void (*const fn[3])(void *, long) = {wlk_pairs, robust_pairs,
+	static void (*const fn[3])(void *, long) = {wlk_pairs, lk_robust_pairs,
 						    queries};
 	static const long batch[3] = {BATCH, BATCH, 4};
 	struct fig *f[3] = {&p->pair, &p->robust, &p->query};

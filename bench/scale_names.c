@@ -70,15 +70,6 @@ static void wlk_pairs(void *arg, long n)
 	}
 }
 
-static void robust_pairs(void *arg, long n)
-{
-	struct lk l = {.kind = LK_ROBUST};
-
-	for (long i = 0; i < n; i++)
-		if (lk_acquire(&l) || lk_release(&l))
-			die("robust mutex");
-}
-
 static double time_query(void)
 {
 	struct wlk_snapshot *s;
@@ -163,7 +154,7 @@ static void one_pass(int reps, uint64_t dur)
 		for (int k = 0; k < reps; k++)
 			for (int w = 0; w < 2; w++)
 				samples_add(&pm[w], rep_batches(
-					w ? robust_pairs : wlk_pairs, NULL,
+					w ? lk_robust_pairs : wlk_pairs, NULL,
 					BATCH, dur, clk, &pp[w]));
 		fig_add(&pt[i].pair, median(pm[0].v, pm[0].n),
 			quantile(pp[0].v, pp[0].n, 0.99));

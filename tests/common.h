@@ -30,7 +30,8 @@ void t_fini(void);
 /* The fixture, for Test(suite, name, T_FIX, .timeout = N). */
 #define T_FIX .init = t_init, .fini = t_fini
 
-/* Make another unique origin, tagged with @tag; it is removed in t_fini(). */
+/* Make another unique origin, tagged with @tag; to have its buckets
+ * removed in t_fini(), pass them to t_track_bucket(). */
 void t_make_origin(char *buf, size_t size, const char *tag);
 /* Remove (origin, bucket, partition) in t_fini(); NULLs mean defaults. */
 void t_track_bucket(const char *origin, const char *bucket,

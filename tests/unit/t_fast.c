@@ -201,6 +201,7 @@ Test(fast, same_name_in_two_buckets_stays_apart, T_FIX, .timeout = 10)
 	struct wlk_lock *la, *lb, *lx = (struct wlk_lock *)&lx;
 
 	t_make_origin(other, sizeof(other), "two");
+	t_track_bucket(other, NULL, NULL);
 	a = t_open();
 	b = t_open_at(other, NULL);
 	b2 = t_open_at(other, NULL);
