@@ -5,6 +5,7 @@
 # Builds from scratch, out of tree, twice:
 #   build-check/  --enable-Werror; make check, then make distcheck
 #   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer; make check
+# checks after each make check that no test left a segment in /dev/shm,
 # and ends with each test program's Criterion "Synthesis:" line per build and
 # a total "N passed, N failed". Exits non-zero if anything failed.
 #
@@ -103,6 +104,24 @@ collect() {	# LABEL DIR
 	return 0
 }
 
+# leftovers LABEL DIR: the tests remove the segments they create; one of a
+# test origin ("https://t-PID-...") made since DIR was configured and
+# still in /dev/shm is a leak, counted as a failed test.
+leftovers() {
+	local left
+
+	left=$(find /dev/shm -maxdepth 1 -type f -name 'wlk*' \
+		-newer "$2/config.status" -exec grep -l -a \
+		'https://t-[0-9]*-' {} + 2>/dev/null || true)
+	if [[ -z $left ]]; then
+		summary+=("$1: segments left in /dev/shm: none")
+		passed=$((passed + 1))
+	else
+		summary+=("$1: segments left in /dev/shm: $(echo $left)")
+		failed=$((failed + 1))
+	fi
+}
+
 # build_and_check LABEL DIR [configure arguments...]: configure, make,
 # make check. Fails if any of them did.
 build_and_check() {
@@ -126,6 +145,7 @@ build_and_check() {
 		step_failed "$label" "make check: timeout ($check_timeout s)"
 	fi
 	collect "$label" "$dir"
+	leftovers "$label" "$dir"
 	return "$rc"
 }
 
