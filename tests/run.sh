@@ -122,6 +122,22 @@ leftovers() {
 	fi
 }
 
+# failures LABEL DIR: name what failed right away, next to make check's
+# own "FAIL:" lines, so that an excerpt of the output around them says
+# which test and which assertion (the logs' tails also come at the end).
+failures() {
+	local log
+
+	for log in "${bad_logs[@]}"; do
+		[[ $log == "$2"/* && -f $log ]] || continue
+		echo "run.sh: $1: failures in ${log#"$2"/}:"
+		sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -a -A 2 -E \
+			'\[FAIL\]|Assertion|CRASH|[Cc]rash|Timed out|Warning|ERROR: |runtime error:' |
+			head -n 40 || true
+	done
+	return 0
+}
+
 # build_and_check LABEL DIR [configure arguments...]: configure, make,
 # make check. Fails if any of them did.
 build_and_check() {
@@ -146,6 +162,7 @@ build_and_check() {
 	fi
 	collect "$label" "$dir"
 	leftovers "$label" "$dir"
+	failures "$label" "$dir"
 	return "$rc"
 }
 

@@ -487,7 +487,7 @@ Test(async, many_outstanding_requests_on_one_descriptor, T_FIX,
 	struct rec *distinct = calloc(N, sizeof(*distinct));
 	struct rec *same = calloc(N, sizeof(*same));
 	struct wlk_lock *l = NULL;
-	char names[N][8];
+	char names[N][16];	/* room for "n" and any int */
 	int i;
 
 	cr_assert(distinct && same);
