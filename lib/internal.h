@@ -422,6 +422,21 @@ void wlk__bell_ring_self(const struct wlk__bell *bl) WLK_INTERNAL;
 void wlk__bell_drain(const struct wlk__bell *bl, uint32_t *owed)
 	WLK_INTERNAL;
 
+/* wait.c: the lifelines a waiter sleeps on besides its request (reap.c) */
+struct wlk__watch {
+	struct wlk__waitv v[WLK_WATCH_MAX];
+	unsigned int n;
+	bool complete; /* every blocker is watched */
+	bool stale;    /* recompute before sleeping again */
+};
+void wlk__watch_arm(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		    struct wlk__wake *wake, struct wlk__watch *w) WLK_INTERNAL;
+int wlk__wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
+		    struct wlk_signal *sig, uint64_t deadline,
+		    struct wlk__watch *watch) WLK_INTERNAL;
+int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
+	WLK_INTERNAL;
+
 /* request.c */
 int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,
 		       const struct wlk_options *o) WLK_INTERNAL;
@@ -432,8 +447,6 @@ void wlk__lock_free(struct wlk_lock *l) WLK_INTERNAL;
 /* async.c */
 void wlk__async_close(struct wlk_manager *m) WLK_INTERNAL;
 void wlk__async_unwatch(struct wlk_lock *l) WLK_INTERNAL;
-int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
-	WLK_INTERNAL;
 int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 		      bool keep) WLK_INTERNAL;
 bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,

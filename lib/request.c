@@ -3,10 +3,9 @@
  * request.c - LockManager.request() as blocking calls: wlk_request(),
  * wlk_acquire(), wlk_release(), and the Lock accessors.
  *
- * A request is queued under the segment mutex (queue.c), then its thread
- * sleeps on the request's futex word in the segment, together with the
- * abort signal's word and the manager's close word, until one changes.
- * Whoever grants the request changes the word and wakes it.
+ * An acquire first tries the uncontended path (fast.c); otherwise the
+ * request is queued under the segment mutex (queue.c), and its thread
+ * waits for the grant (wait.c).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -35,151 +34,6 @@ static int validate(struct wlk_manager *m, const char *name, size_t *len,
 	if (*len > m->b->geo.max_name_len)
 		return WLK_ENAMETOOLONG;
 	return 0;
-}
-
-/* The lifelines a waiter sleeps on besides its request (reap.c). */
-struct watch {
-	struct wlk__waitv v[WLK_WATCH_MAX];
-	unsigned int n;
-	bool complete; /* every blocker is watched */
-	bool stale;    /* recompute before sleeping again */
-};
-
-/* Under the mutex: reap dead blockers of a pending request, arm the rest. */
-static void watch_arm(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
-		      struct wlk__wake *wake, struct watch *w)
-{
-	w->n = 0;
-	w->complete = true;
-	w->stale = false;
-	if (wlk__req(b, slot)->word == WLK_WORD(gen, WLK_SLOT_PENDING))
-		w->complete = wlk__watch_set(b, slot, wake, w->v,
-					     WLK_WATCH_MAX, &w->n);
-}
-
-static int watch_refresh(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
-			 struct watch *w)
-{
-	struct wlk__wake wake;
-	int rc = wlk__lock(b, &wake);
-
-	if (rc)
-		return rc;
-	watch_arm(b, slot, gen, &wake, w);
-	wlk__unlock(b, &wake);
-	return 0;
-}
-
-/*
- * Sleep until the request leaves PENDING. Return: 0 once it has (granted,
- * stolen or dropped: the caller reads the word), or the reason to give up:
- * the signal's reason, WLK_ETIMEDOUT or WLK_ESTATE (manager closed), or an
- * error from the segment.
- */
-/*
- * Spin a little before sleeping: a grant that comes meanwhile costs no
- * system call on either side (the granter skips the wake of a waiter not
- * marked sleeping). Return: true if the request left PENDING.
- */
-static bool spin_grant(const uint32_t *word, uint32_t gen)
-{
-	uint64_t end;
-
-	if (!wlk__spin_ok())
-		return false;
-	end = wlk__now_ns() + WLK_SPIN_NS;
-	do {
-		for (int i = 0; i < WLK_SPIN_CHECK; i++) {
-			if (wlk__word_load(word) != WLK_WORD(gen, WLK_SLOT_PENDING))
-				return true;
-			caa_cpu_relax();
-		}
-	} while (wlk__now_ns() < end);
-	return false;
-}
-
-static int wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
-		      struct wlk_signal *sig, uint64_t deadline,
-		      struct watch *watch)
-{
-	struct wlk_seg_request *r = wlk__req(m->b, slot);
-	uint32_t *word = &r->word;
-
-	if (spin_grant(word, gen))
-		return 0;
-	for (;;) {
-		struct wlk__waitv v[3 + WLK_WATCH_MAX];
-		unsigned int n = 0;
-		uint64_t until = deadline, now, recheck;
-		uint32_t w = wlk__word_load(word);
-		int rc;
-
-		if (w != WLK_WORD(gen, WLK_SLOT_PENDING))
-			return 0;
-		if (watch->stale) {
-			rc = watch_refresh(m->b, slot, gen, watch);
-			if (rc)
-				return rc;
-			continue;
-		}
-		v[n++] = (struct wlk__waitv){word, w};
-		/* Read each word before its condition: a change between
-		 * the two makes the wait return at once. */
-		if (sig) {
-			v[n++] = (struct wlk__waitv){
-				&sig->word, uatomic_read(&sig->word)};
-			cmm_smp_mb();
-			if (uatomic_read(&sig->reason))
-				return uatomic_read(&sig->reason);
-		}
-		v[n++] = (struct wlk__waitv){&m->close_word,
-					     uatomic_read(&m->close_word)};
-		cmm_smp_mb();
-		if (uatomic_read(&m->closed))
-			return WLK_ESTATE;
-		for (unsigned int i = 0; i < watch->n; i++)
-			v[n++] = watch->v[i];
-		now = wlk__now_ns();
-		if (deadline && now >= deadline)
-			return WLK_ETIMEDOUT;
-		recheck = now + (watch->complete ? WLK_SAFETY_RECHECK_NS
-						 : WLK_RECHECK_NS);
-		if (!until || recheck < until)
-			until = recheck;
-		/* Mark ourselves sleeping, then look once more: the granter
-		 * changes the word, then reads the mark (mutex.c). */
-		uatomic_set(&r->sleeping, 1);
-		cmm_smp_mb();
-		if (wlk__word_load(word) != w) {
-			uatomic_set(&r->sleeping, 0);
-			continue;
-		}
-		rc = wlk__futex_wait(v, n, until);
-		uatomic_set(&r->sleeping, 0);
-		if (rc == -ETIMEDOUT && until != deadline)
-			watch->stale = true;
-		/* A blocker's lifeline changed: it died or let go. The kernel
-		 * woke one watcher; pass it on at once, then look. */
-		for (unsigned int i = 0; i < watch->n; i++) {
-			if (uatomic_read(watch->v[i].word) != watch->v[i].val) {
-				wlk__futex_wake(watch->v[i].word, INT32_MAX);
-				watch->stale = true;
-			}
-		}
-	}
-}
-
-/* Give up on a request: abort it if still pending (spec 4.3). */
-int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
-{
-	struct wlk__wake wake;
-	int rc = wlk__lock(b, &wake);
-
-	if (rc)
-		return rc;
-	rc = wlk__abort_request(b, slot, gen, &wake);
-	wlk__unlock(b, &wake);
-	return rc;
 }
 
 int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
@@ -228,7 +82,8 @@ static int release_handle(struct wlk_lock *l)
 	return rc;
 }
 
-/* Queue the request and wait for its grant; *got = false on a miss. */
+/* Queue the request and wait for its grant (wait.c); *got = false on a
+ * miss. */
 static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 		  const struct wlk_options *o, bool *got)
 {
@@ -247,7 +102,7 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 	};
 	uint64_t deadline = o->timeout_ns ? wlk__now_ns() + o->timeout_ns : 0;
 	struct wlk__lane *lane = wlk__lane_take(m);
-	struct watch watch;
+	struct wlk__watch watch;
 	uint32_t *word;
 	int rc, why, cancel;
 
@@ -282,9 +137,10 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 	 * the blockers are probed once per wait, not twice.
 	 */
 	if (rc == 0 && !wlk__spin_ok())
-		watch_arm(b, l->slot, l->gen, &wake, &watch);
+		wlk__watch_arm(b, l->slot, l->gen, &wake, &watch);
 	else
-		watch = (struct watch){.n = 0, .complete = true, .stale = true};
+		watch = (struct wlk__watch){.n = 0, .complete = true,
+					   .stale = true};
 	wlk__unlock(b, &wake);
 	*got = rc == 0;
 	if (rc)
@@ -296,8 +152,8 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 		/* A waiter cancelled (even asynchronously) would leave its
 		 * request queued for ever: no cancellation while waiting. */
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-		why = wait_grant(m, l->slot, l->gen, o->signal, deadline,
-				 &watch);
+		why = wlk__wait_grant(m, l->slot, l->gen, o->signal,
+				      deadline, &watch);
 		if (why)
 			rc = wlk__give_up(b, l->slot, l->gen);
 		pthread_setcancelstate(cancel, NULL);

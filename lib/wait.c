@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wait.c - a blocking request's wait for its grant. The thread spins a
+ * little, then sleeps on the request's futex word in the segment together
+ * with the abort signal's word, the manager's close word and the
+ * lifelines of the agents ahead of it (reap.c), until one changes; it
+ * gives up on timeout, abort or close. Whoever grants the request changes
+ * the word and wakes it.
+ */
+#include <errno.h>
+
+#include "internal.h"
+
+/* Under the mutex: reap dead blockers of a pending request, arm the rest. */
+void wlk__watch_arm(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		    struct wlk__wake *wake, struct wlk__watch *w)
+{
+	w->n = 0;
+	w->complete = true;
+	w->stale = false;
+	if (wlk__req(b, slot)->word == WLK_WORD(gen, WLK_SLOT_PENDING))
+		w->complete = wlk__watch_set(b, slot, wake, w->v,
+					     WLK_WATCH_MAX, &w->n);
+}
+
+static int watch_refresh(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+			 struct wlk__watch *w)
+{
+	struct wlk__wake wake;
+	int rc = wlk__lock(b, &wake);
+
+	if (rc)
+		return rc;
+	wlk__watch_arm(b, slot, gen, &wake, w);
+	wlk__unlock(b, &wake);
+	return 0;
+}
+
+/*
+ * Spin a little before sleeping: a grant that comes meanwhile costs no
+ * system call on either side (the granter skips the wake of a waiter not
+ * marked sleeping). Return: true if the request left PENDING.
+ */
+static bool spin_grant(const uint32_t *word, uint32_t gen)
+{
+	uint64_t end;
+
+	if (!wlk__spin_ok())
+		return false;
+	end = wlk__now_ns() + WLK_SPIN_NS;
+	do {
+		for (int i = 0; i < WLK_SPIN_CHECK; i++) {
+			if (wlk__word_load(word) != WLK_WORD(gen, WLK_SLOT_PENDING))
+				return true;
+			caa_cpu_relax();
+		}
+	} while (wlk__now_ns() < end);
+	return false;
+}
+
+/*
+ * Sleep until the request leaves PENDING. Return: 0 once it has (granted,
+ * stolen or dropped: the caller reads the word), or the reason to give up:
+ * the signal's reason, WLK_ETIMEDOUT or WLK_ESTATE (manager closed), or an
+ * error from the segment.
+ */
+int wlk__wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
+		    struct wlk_signal *sig, uint64_t deadline,
+		    struct wlk__watch *watch)
+{
+	struct wlk_seg_request *r = wlk__req(m->b, slot);
+	uint32_t *word = &r->word;
+
+	if (spin_grant(word, gen))
+		return 0;
+	for (;;) {
+		struct wlk__waitv v[3 + WLK_WATCH_MAX];
+		unsigned int n = 0;
+		uint64_t until = deadline, now, recheck;
+		uint32_t w = wlk__word_load(word);
+		int rc;
+
+		if (w != WLK_WORD(gen, WLK_SLOT_PENDING))
+			return 0;
+		if (watch->stale) {
+			rc = watch_refresh(m->b, slot, gen, watch);
+			if (rc)
+				return rc;
+			continue;
+		}
+		v[n++] = (struct wlk__waitv){word, w};
+		/* Read each word before its condition: a change between
+		 * the two makes the wait return at once. */
+		if (sig) {
+			v[n++] = (struct wlk__waitv){
+				&sig->word, uatomic_read(&sig->word)};
+			cmm_smp_mb();
+			if (uatomic_read(&sig->reason))
+				return uatomic_read(&sig->reason);
+		}
+		v[n++] = (struct wlk__waitv){&m->close_word,
+					     uatomic_read(&m->close_word)};
+		cmm_smp_mb();
+		if (uatomic_read(&m->closed))
+			return WLK_ESTATE;
+		for (unsigned int i = 0; i < watch->n; i++)
+			v[n++] = watch->v[i];
+		now = wlk__now_ns();
+		if (deadline && now >= deadline)
+			return WLK_ETIMEDOUT;
+		recheck = now + (watch->complete ? WLK_SAFETY_RECHECK_NS
+						 : WLK_RECHECK_NS);
+		if (!until || recheck < until)
+			until = recheck;
+		/* Mark ourselves sleeping, then look once more: the granter
+		 * changes the word, then reads the mark (mutex.c). */
+		uatomic_set(&r->sleeping, 1);
+		cmm_smp_mb();
+		if (wlk__word_load(word) != w) {
+			uatomic_set(&r->sleeping, 0);
+			continue;
+		}
+		rc = wlk__futex_wait(v, n, until);
+		uatomic_set(&r->sleeping, 0);
+		if (rc == -ETIMEDOUT && until != deadline)
+			watch->stale = true;
+		/* A blocker's lifeline changed: it died or let go. The kernel
+		 * woke one watcher; pass it on at once, then look. */
+		for (unsigned int i = 0; i < watch->n; i++) {
+			if (uatomic_read(watch->v[i].word) != watch->v[i].val) {
+				wlk__futex_wake(watch->v[i].word, INT32_MAX);
+				watch->stale = true;
+			}
+		}
+	}
+}
+
+/* Give up on a request: abort it if still pending (spec 4.3). */
+int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
+{
+	struct wlk__wake wake;
+	int rc = wlk__lock(b, &wake);
+
+	if (rc)
+		return rc;
+	rc = wlk__abort_request(b, slot, gen, &wake);
+	wlk__unlock(b, &wake);
+	return rc;
+}
+
