@@ -279,8 +279,27 @@ Test(abort, timeout_while_pending_is_etimedout_and_leaves_queue, T_FIX,
 	cr_assert_eq(t_held_n(a, NULL, 0), 0, "timed-out request got the lock");
 }
 
+/*
+ * Whether @n requests are pending on "r" while @hb's (with a timeout) still
+ * waits: false if its timeout ran out first (a stalled machine).
+ */
+static bool pending_in_time(struct wlk_manager *a, size_t n,
+			    struct t_holder *hb)
+{
+	uint64_t end = t_now_ns() + (uint64_t)T_WAIT_MS * 1000000u;
+
+	while (t_now_ns() < end) {
+		if (t_pending_n(a, "r", 1) == n)
+			return true;
+		if (t_holder_granted_now(hb))
+			return false;
+		t_nap_ms(1);
+	}
+	return false;
+}
+
 Test(abort, timeout_of_queued_exclusive_grants_shared_behind_it, T_FIX,
-     .timeout = 10)
+     .timeout = 60)
 {
 	struct wlk_manager *a = t_open(), *b = t_open(), *c = t_open();
 	struct wlk_options o = { .timeout_ns = 1000000000 };
@@ -288,10 +307,31 @@ Test(abort, timeout_of_queued_exclusive_grants_shared_behind_it, T_FIX,
 	struct t_holder hb, hc;
 
 	T_ASSERT_RC(wlk_acquire(a, "r", 1, &sh, &la), 0);
-	t_holder_start(&hb, b, "r", 1, &o);
-	cr_assert(t_wait_pending(a, "r", 1, 1));
-	t_holder_start(&hc, c, "r", 1, &sh);
-	cr_assert(t_wait_pending(a, "r", 1, 2));
+	/* The shared request must queue within the exclusive one's timeout;
+	 * on a machine stalled that long, try again with a longer one. */
+	for (int tries = 1;; tries++) {
+		bool in_time, started_hc = false;
+
+		t_holder_start(&hb, b, "r", 1, &o);
+		in_time = pending_in_time(a, 1, &hb);
+		if (in_time) {
+			t_holder_start(&hc, c, "r", 1, &sh);
+			started_hc = true;
+			in_time = pending_in_time(a, 2, &hb);
+		}
+		if (in_time)
+			break;
+		cr_assert_lt(tries, 4, "machine too slow, %d tries", tries);
+		/* The exclusive one timed out; the shared one, if asked, got
+		 * the lock beside the shared holder. */
+		t_holder_join(&hb);
+		if (started_hc) {
+			cr_assert_eq(t_holder_wait_granted(&hc), 0);
+			cr_assert_eq(t_holder_release(&hc), 0);
+			t_holder_join(&hc);
+		}
+		o.timeout_ns *= 2;
+	}
 	cr_assert_eq(t_holder_wait_granted(&hb), 0);
 	T_ASSERT_RC(hb.acq_rc, WLK_ETIMEDOUT);
 	cr_assert_eq(t_holder_wait_granted(&hc), 0, "shared one not granted");
