@@ -440,6 +440,8 @@ int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 /* request.c */
 int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,
 		       const struct wlk_options *o) WLK_INTERNAL;
+
+/* handle.c */
 struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 			       size_t len, enum wlk_mode mode) WLK_INTERNAL;
 void wlk__lock_free(struct wlk_lock *l) WLK_INTERNAL;
