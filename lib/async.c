@@ -2,11 +2,14 @@
 /*
  * async.c - asynchronous requests (weblocks/async.h).
  *
- * A manager used asynchronously gets an epoll descriptor holding its
- * doorbell (doorbell.c), a timer for deadlines, the event descriptors of
- * abort signals, and pidfds of the processes its pending requests wait
- * behind. Everything that can complete a request makes that descriptor
- * readable; wlk_manager_dispatch() then looks at the state of each
+ * A manager used asynchronously gets a doorbell (doorbell.c), an eventfd
+ * that granters ring directly and that is its descriptor, and an inner
+ * epoll instance holding a timer for deadlines, the event descriptors of
+ * abort signals, pidfds of the processes its pending requests wait behind
+ * and the doorbell's fallback socket, which the process's watcher thread
+ * turns into a ring (watcher.c). Everything that can complete a request
+ * makes the descriptor readable; wlk_manager_dispatch() then looks at the
+ * state of each
  * outstanding request in the segment and runs the callbacks of those that
  * completed. All the process-local bookkeeping is under m->amu, which is
  * taken before the segment mutex, never after; no callback runs under
@@ -34,6 +37,7 @@ int wlk__epoll_add(int epfd, int fd, uint32_t events)
 
 void wlk__actx_free(struct wlk__actx *a)
 {
+	wlk__watcher_del(a);
 	for (unsigned int i = 0; i < a->n_pid; i++)
 		close(a->pid[i].fd);
 	if (a->epfd >= 0)
@@ -55,8 +59,8 @@ static int bell_publish(struct wlk_manager *m, const struct wlk__bell *bl)
 	if (wlk__client_live(m->b, m->client, m->client_gen)) {
 		struct wlk_seg_client *c = wlk__client(m->b, m->client);
 
-		c->bell_ino = bl->ino;
-		c->bell_fd = (uint32_t)bl->wr;
+		c->bell_key = bl->key;
+		c->bell_fd = (uint32_t)bl->efd;
 		c->bell_dgrams = 0;
 		c->doorbell = bl->id;
 	} else
@@ -80,18 +84,18 @@ int wlk__actx_get(struct wlk_manager *m, struct wlk__actx **out)
 		return -ENOMEM;
 	CDS_INIT_LIST_HEAD(&a->pending);
 	CDS_INIT_LIST_HEAD(&a->watching);
-	a->bell.rd = a->bell.wr = a->bell.sock = -1;
+	a->bell.efd = a->bell.sock = -1;
 	a->epfd = epoll_create1(EPOLL_CLOEXEC);
 	a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	rc = a->epfd < 0 || a->tfd < 0 ? wlk__errno(errno) : 0;
 	if (!rc)
 		rc = wlk__bell_open(&a->bell);
 	if (!rc)
-		rc = wlk__epoll_add(a->epfd, a->bell.rd, EPOLLIN);
-	if (!rc)
 		rc = wlk__epoll_add(a->epfd, a->bell.sock, EPOLLIN);
 	if (!rc)
 		rc = wlk__epoll_add(a->epfd, a->tfd, EPOLLIN);
+	if (!rc)
+		rc = wlk__watcher_add(a);
 	if (!rc)
 		rc = bell_publish(m, &a->bell);
 	if (rc) {
@@ -115,7 +119,7 @@ WLK_EXPORT int wlk_manager_fd(struct wlk_manager *m)
 	rc = wlk__actx_get(m, &a);
 	pthread_mutex_unlock(&m->amu);
 	wlk__manager_leave(m);
-	return rc ? rc : a->epfd;
+	return rc ? rc : a->bell.efd;
 }
 
 /* The signal's event descriptor, created once; or a negative errno. */
@@ -225,7 +229,6 @@ WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
 
 		rc = fd < 0 ? fd : wlk__epoll_add(a->epfd, fd,
 						 EPOLLIN | EPOLLET);
-		a->edge_sources = true;
 	}
 	if (!rc)
 		rc = enqueue(m, r, o);

@@ -49,19 +49,21 @@ static void drain(struct wlk_manager *m, struct wlk__actx *a)
 			m->client < m->b->geo.max_clients
 				? &wlk__client(m->b, m->client)->bell_dgrams
 				: NULL);
+	/* The inner sources only when the watcher saw one (the common
+	 * grant takes no more system calls), or a watched blocker may have
+	 * exited before the watcher got to it. */
+	if (!uatomic_xchg(&a->inner_fired, 0) &&
+	    !(a->n_pid && pid_maybe_fired(m, a)))
+		return;
 	if (a->timer_armed)
 		(void)!read(a->tfd, &ticks, sizeof(ticks));
-	/* Level-triggered sources are empty now; only edges and pidfds
-	 * that may have fired need consuming (the common grant takes no
-	 * more system calls). */
-	if (!a->edge_sources && !(a->n_pid && pid_maybe_fired(m, a)))
-		return;
 	while ((n = epoll_wait(a->epfd, ev, EVENTS_BATCH, 0)) > 0) {
 		for (int i = 0; i < n; i++)
 			wlk__pidwatch_fired(a, ev[i].data.fd);
 		if (n < EVENTS_BATCH)
 			break;
 	}
+	wlk__watcher_rearm(a);
 }
 
 /* Why a pending request should stop waiting, or 0. */

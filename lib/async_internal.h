@@ -22,15 +22,19 @@ struct pidwatch {
 
 /* The async state of a manager; under m->amu. */
 struct wlk__actx {
-	int epfd, tfd;
-	struct wlk__bell bell;
+	int epfd, tfd; /* the inner epoll instance (watcher.c), the timer */
+	struct wlk__bell bell; /* its eventfd is wlk_manager_fd() */
+	int inner_fired;       /* [A] the watcher saw the inner instance
+				* readable: consume it, then re-arm */
+	uint64_t wkey;         /* the watcher's key for it (under its mutex) */
+	unsigned long wfork;   /* the fork generation it was watched in */
+	struct cds_list_head wlink; /* in the watcher's list */
 	struct cds_list_head pending;  /* struct wlk_async, not dispatched */
 	struct cds_list_head watching; /* struct wlk_lock with on_stolen */
 	struct pidwatch pid[PIDFD_MAX];
 	unsigned int n_pid;
 	uint64_t recheck; /* a blocker is not watched: look again then */
 	bool timer_armed;  /* the timerfd may fire: read it when draining */
-	bool edge_sources; /* signal eventfds (edge-triggered) were added */
 };
 
 struct wlk_async {
@@ -51,6 +55,11 @@ int wlk__actx_get(struct wlk_manager *m, struct wlk__actx **out)
 	WLK_INTERNAL;
 void wlk__actx_free(struct wlk__actx *a) WLK_INTERNAL;
 void wlk__timer_arm(struct wlk__actx *a) WLK_INTERNAL;
+
+/* watcher.c */
+int wlk__watcher_add(struct wlk__actx *a) WLK_INTERNAL;
+void wlk__watcher_rearm(struct wlk__actx *a) WLK_INTERNAL;
+void wlk__watcher_del(struct wlk__actx *a) WLK_INTERNAL;
 
 /* async_pid.c */
 void wlk__pidwatch_fired(struct wlk__actx *a, int fd) WLK_INTERNAL;

@@ -2,28 +2,29 @@
 /*
  * doorbell.c - waking an event loop in another process.
  *
- * A manager used asynchronously owns a doorbell: a pipe whose read end sits
- * in its epoll descriptor, and, as a fallback, a datagram socket bound to
- * an address in the abstract namespace, "\0wlk<layout>-<uid>-<64-bit random
- * hex>". Its client slot publishes the pipe's write end (pid, fd number,
- * inode) and the socket's random part. Whoever changes one of its requests
- * rings after releasing the segment mutex: the first time, it opens
- * /proc/<pid>/fd/<fd> (checking that it is that pipe) and keeps the
- * descriptor; after that a ring is one write(2) of one byte. A write to a
- * pipe costs about half of a datagram on both ends (allocation, address
- * lookup, skb freeing), which is what a handoff to an event loop is made
- * of. Where /proc cannot be opened (a non-dumpable process, say) the ring
- * is a datagram instead, counted in the slot (bell_dgrams) before it is
- * sent, so that the owner reads its socket only while some are owed: a
- * ringer that dies in between costs the owner an idle read per dispatch,
- * never a descriptor left readable.
+ * A manager used asynchronously owns a doorbell: an eventfd, which is the
+ * descriptor its event loop polls (wlk_manager_fd()), and, as a fallback, a
+ * datagram socket bound to an address in the abstract namespace,
+ * "\0wlk<layout>-<uid>-<64-bit random hex>". Its client slot publishes the
+ * eventfd (pid, fd number, and a key: the eventfd-id the kernel shows in
+ * fdinfo) and the socket's random part. Whoever changes one of its requests
+ * rings after releasing the segment mutex: the first time, it takes a copy
+ * of the eventfd from the owner's process with pidfd_getfd(2), checks its
+ * key and keeps it; after that a ring is one write(2). That wakes the loop
+ * as directly as a futex wake wakes a thread: no pipe buffer, and no epoll
+ * instance in between. Where the copy cannot be had (pidfd_getfd needs
+ * ptrace-attach permission: another user, a non-dumpable process, a
+ * kernel before 5.6) the ring is a datagram instead, counted in the slot
+ * (bell_dgrams) before it is sent, so that the owner reads its socket only
+ * while some are owed; the socket sits in the manager's inner epoll
+ * instance, which the process's watcher thread (watcher.c) turns into a
+ * ring of the eventfd.
  *
- * The byte means nothing; the owner re-reads the segment. A full pipe or
- * socket (EAGAIN) means the owner has news pending already; a vanished
- * owner is harmless: descriptors are opened O_RDWR, so writing to a pipe
- * whose owner is gone never raises SIGPIPE, and they are dropped from the
- * cache as it cycles. Everything read from the segment here only chooses
- * where a byte goes; the inode check keeps it away from any other file.
+ * A ring means nothing in itself; the owner re-reads the segment. A
+ * vanished owner is harmless: the copy keeps its eventfd alive, unread, and
+ * is dropped from the cache as it cycles. Everything read from the segment
+ * here only chooses where a ring goes; the key check keeps it away from any
+ * other descriptor.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,31 +32,38 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "internal.h"
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
 #define BIND_TRIES 8
 #define DRAIN_BATCH 32
-#define PIPE_DRAIN 256
-/* Pipes of other processes' doorbells this process keeps open. */
+/* Eventfds of other processes' doorbells this process keeps open. */
 #define BELL_CACHE 32
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int sender = -1; /* an unbound socket to send from */
 static unsigned int euid;
 
-/* Doorbell pipes of other managers: (pid, fd, inode) -> our descriptor,
- * -1 if it could not be opened (rung by datagram). */
+/* Doorbells of other managers: (pid, fd, key) -> our descriptor, -1 if
+ * it could not be had (rung by datagram). */
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	uint32_t pid, fd;
-	uint64_t ino;
+	uint64_t key;
 	int ofd;
 	bool used;
 } cache[BELL_CACHE];
@@ -107,29 +115,49 @@ static int sock_open(uint64_t *id)
 }
 
 /*
- * wlk__bell_open() - create a doorbell: @bl's pipe (both ends non-blocking,
+ * The eventfd-id the kernel shows for @fd in /proc/self/fdinfo, + 1; 0 if
+ * it shows none (not an eventfd, or a kernel without the field).
+ */
+static uint64_t eventfd_key(int fd)
+{
+	char path[64], line[128];
+	unsigned long long id;
+	uint64_t key = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!key && fgets(line, sizeof(line), f))
+		if (sscanf(line, "eventfd-id: %llu", &id) == 1)
+			key = (uint64_t)id + 1;
+	fclose(f);
+	return key;
+}
+
+/*
+ * wlk__bell_open() - create a doorbell: @bl's eventfd (non-blocking,
  * close-on-exec) and socket. Return: 0, or a negative errno value with
  * nothing left open.
  */
 int wlk__bell_open(struct wlk__bell *bl)
 {
-	int p[2];
-	struct stat st;
-
-	bl->rd = bl->wr = -1;
+	bl->efd = -1;
 	bl->sock = sock_open(&bl->id);
 	if (bl->sock < 0)
 		return bl->sock;
-	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0 || fstat(p[1], &st) != 0) {
+	bl->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (bl->efd < 0) {
 		int rc = wlk__errno(errno);
 
 		close(bl->sock);
 		bl->sock = -1;
 		return rc;
 	}
-	bl->rd = p[0];
-	bl->wr = p[1];
-	bl->ino = (uint64_t)st.st_ino;
+	/* Without a key granters cannot check the descriptor they get:
+	 * they ring the socket instead. */
+	bl->key = eventfd_key(bl->efd);
 	return 0;
 }
 
@@ -137,54 +165,52 @@ void wlk__bell_close(struct wlk__bell *bl)
 {
 	if (bl->sock >= 0)
 		close(bl->sock);
-	if (bl->rd >= 0)
-		close(bl->rd);
-	if (bl->wr >= 0)
-		close(bl->wr);
-	bl->sock = bl->rd = bl->wr = -1;
+	if (bl->efd >= 0)
+		close(bl->efd);
+	bl->sock = bl->efd = -1;
 }
 
 /* Ring our own doorbell. */
 void wlk__bell_ring_self(const struct wlk__bell *bl)
 {
-	char byte = 0;
+	uint64_t one = 1;
 
-	(void)!write(bl->wr, &byte, 1);
+	(void)!write(bl->efd, &one, sizeof(one));
 }
 
-/* Open the doorbell pipe @t names, if it is one; -1 if not. */
-static int pipe_open(const struct wlk__bell_to *t)
+/* A descriptor for the doorbell eventfd @t names, taken from its process
+ * (pidfd_getfd(2)), if it is that eventfd; -1 if not. */
+static int eventfd_get(const struct wlk__bell_to *t)
 {
-	char path[64];
-	struct stat st;
-	int fd;
+	int pfd = (int)syscall(SYS_pidfd_open, (pid_t)t->pid, 0), fd;
 
-	snprintf(path, sizeof(path), "/proc/%u/fd/%u", (unsigned int)t->pid,
-		 (unsigned int)t->fd);
-	fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (pfd < 0)
+		return -1;
+	fd = (int)syscall(SYS_pidfd_getfd, pfd, (int)t->fd, 0);
+	close(pfd);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) ||
-	    (uint64_t)st.st_ino != t->ino) {
+	/* pidfd_getfd() does not set close-on-exec on what it returns. */
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 || eventfd_key(fd) != t->key) {
 		close(fd);
 		return -1;
 	}
 	return fd;
 }
 
-/* Ring by pipe. Return: false if the pipe cannot be had (or the cache is
+/* Ring by eventfd. Return: false if it cannot be had (or the cache is
  * busy, as it may be in a fork child): ring by datagram instead. */
-static bool pipe_ring(const struct wlk__bell_to *t)
+static bool eventfd_ring(const struct wlk__bell_to *t)
 {
-	char byte = 0;
+	uint64_t one = 1;
 	int ofd = -1;
 	unsigned int i;
 
-	if (!t->pid || !t->ino || pthread_mutex_trylock(&cache_mu))
+	if (!t->pid || !t->key || pthread_mutex_trylock(&cache_mu))
 		return false;
 	for (i = 0; i < BELL_CACHE; i++)
 		if (cache[i].used && cache[i].pid == t->pid &&
-		    cache[i].fd == t->fd && cache[i].ino == t->ino)
+		    cache[i].fd == t->fd && cache[i].key == t->key)
 			break;
 	if (i == BELL_CACHE) {
 		i = cache_next++ % BELL_CACHE;
@@ -192,19 +218,19 @@ static bool pipe_ring(const struct wlk__bell_to *t)
 			close(cache[i].ofd);
 		cache[i].pid = t->pid;
 		cache[i].fd = t->fd;
-		cache[i].ino = t->ino;
-		cache[i].ofd = pipe_open(t);
+		cache[i].key = t->key;
+		cache[i].ofd = eventfd_get(t);
 		cache[i].used = true;
 	}
 	ofd = cache[i].ofd;
 	if (ofd >= 0)
-		(void)!write(ofd, &byte, 1);
+		(void)!write(ofd, &one, sizeof(one));
 	pthread_mutex_unlock(&cache_mu);
 	return ofd >= 0;
 }
 
 /*
- * wlk__bell_ring() - ring the doorbell of client @t of @b: by its pipe, or
+ * wlk__bell_ring() - ring the doorbell of client @t of @b: by its eventfd, or
  * else by datagram; any failure means nobody needs the news.
  */
 void wlk__bell_ring(struct wlk__bucket *b, const struct wlk__bell_to *t)
@@ -214,7 +240,7 @@ void wlk__bell_ring(struct wlk__bucket *b, const struct wlk__bell_to *t)
 	uint32_t *owed;
 	char byte = 0;
 
-	if (pipe_ring(t))
+	if (eventfd_ring(t))
 		return;
 	pthread_once(&once, sender_open);
 	if (sender < 0 || !t->id)
@@ -234,18 +260,18 @@ void wlk__bell_ring(struct wlk__bucket *b, const struct wlk__bell_to *t)
 
 /*
  * wlk__bell_drain() - empty a doorbell, so that it polls readable only on
- * news: the pipe with one read(2) as a rule, and the socket only while
+ * news: the eventfd with one read(2), and the socket only while
  * datagrams are owed (*@owed, the client slot's count).
  */
 void wlk__bell_drain(const struct wlk__bell *bl, uint32_t *owed)
 {
-	char buf[PIPE_DRAIN];
+	char buf[DRAIN_BATCH];
 	struct iovec iov[DRAIN_BATCH];
 	struct mmsghdr msg[DRAIN_BATCH];
+	uint64_t count;
 	int n;
 
-	while (read(bl->rd, buf, sizeof(buf)) == (ssize_t)sizeof(buf))
-		;
+	(void)!read(bl->efd, &count, sizeof(count));
 	if (!owed || !uatomic_read(owed))
 		return;
 	memset(msg, 0, sizeof(msg));

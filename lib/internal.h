@@ -165,15 +165,15 @@ struct wlk_signal {
 
 /* A doorbell (doorbell.c): its pipe, and a socket as the fallback. */
 struct wlk__bell {
-	int rd, wr, sock;
+	int efd, sock;
 	uint64_t id;  /* the socket's address */
-	uint64_t ino; /* the pipe's inode */
+	uint64_t key; /* the eventfd's eventfd-id + 1 (0: unknown) */
 };
 
 /* Where another client's doorbell is, copied from its slot. */
 struct wlk__bell_to {
 	uint64_t id;
-	uint64_t ino;
+	uint64_t key;
 	uint32_t pid, fd;
 	uint32_t client, client_gen;
 };

@@ -61,7 +61,7 @@
 #include <stdint.h>
 
 /* Bump on any change to this file; it is part of the segment name too. */
-#define WLK_LAYOUT_VERSION 3u
+#define WLK_LAYOUT_VERSION 4u
 #define WLK_SEG_MAGIC "WEBLOCKS"
 #define WLK_SEG_MAGIC_LEN 8
 #define WLK_CACHELINE 64u
@@ -246,8 +246,9 @@ struct wlk_seg_client {
 	uint64_t opened_ns; /* [M] CLOCK_REALTIME (diagnostics) */
 	char id[128];       /* [M] WLK_CLIENT_ID_MAX + 1 */
 	uint64_t doorbell;  /* [M] its doorbell socket (doorbell.c), 0: none */
-	uint64_t bell_ino;  /* [M] its doorbell pipe's inode, 0: none */
-	uint32_t bell_fd;   /* [M] and the pipe's write end in its process */
+	uint64_t bell_key;  /* [M] its doorbell eventfd's eventfd-id + 1, 0:
+			     * none (doorbell.c) */
+	uint32_t bell_fd;   /* [M] and that eventfd in its process */
 	uint32_t bell_dgrams; /* [A] datagram rings not yet read */
 	uint8_t pad[8];
 };

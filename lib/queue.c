@@ -31,7 +31,7 @@ static void bell_add(struct wlk__bucket *b, struct wlk__wake *wake,
 			return;
 	if (wake->n_bells < WLK_WAKE_BATCH)
 		wake->bells[wake->n_bells++] = (struct wlk__bell_to){
-			.id = c->doorbell, .ino = c->bell_ino, .pid = c->pid,
+			.id = c->doorbell, .key = c->bell_key, .pid = c->pid,
 			.fd = c->bell_fd, .client = ci,
 			.client_gen = WLK_WORD_GEN(c->word)};
 }

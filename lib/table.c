@@ -327,7 +327,7 @@ int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
 	c->id[id_len] = '\0';
 	c->opened_ns = now;
 	c->doorbell = 0;
-	c->bell_ino = 0;
+	c->bell_key = 0;
 	c->bell_fd = 0;
 	c->bell_dgrams = 0;
 	c->next = WLK_NIL;

@@ -17,28 +17,32 @@
  * wlk_manager_dispatch() when it is; dispatch drains the descriptor and
  * runs every ready callback, so the descriptor works level-triggered and
  * edge-triggered alike (with edge-triggered epoll, call dispatch once per
- * edge). The descriptor is an epoll instance holding the manager's
- * doorbell, a pipe: other processes ring it directly when they grant, steal
- * or drop one of its requests, writing a byte to the pipe through
- * /proc/<pid>/fd (opened once per process and kept; the inode is checked),
- * so no library thread relays anything. Where /proc/<pid>/fd of the
- * manager's process cannot be opened (a non-dumpable process), the ring is
- * an AF_UNIX datagram to an abstract address of the manager instead.
+ * edge). The descriptor is the manager's doorbell, an eventfd: other
+ * processes ring it directly when they grant, steal or drop one of its
+ * requests, writing to their own copy of it, taken once with
+ * pidfd_getfd(2) and kept (its eventfd-id is checked), so no thread relays
+ * a grant. Where that copy cannot be had (pidfd_getfd() needs the
+ * permission to ptrace-attach: another user, a non-dumpable process, Linux
+ * before 5.6), the ring is an AF_UNIX datagram to an abstract address of
+ * the manager, which reaches the descriptor through the watcher thread
+ * below.
  *
  * Asynchronous and blocking requests, from any threads and processes, share
  * one FIFO queue per name.
  *
- * Deadlines (timeout_ns) and abort signals work as for the blocking calls;
- * they are noticed through the descriptor too (a timer and the signal's
- * own event descriptor are part of it). A request whose holders die is
- * granted when the dispatcher notices the death (a pidfd per blocking
- * process is part of the descriptor).
+ * Deadlines (timeout_ns) and abort signals work as for the blocking calls,
+ * and a request whose holders die is granted when the dispatcher notices
+ * the death. These rarer events (a timer, the signal's own event
+ * descriptor, a pidfd per blocking process, the fallback socket) sit in an
+ * inner epoll instance per manager, which one library thread per process,
+ * started with its first asynchronous manager, watches: when one fires,
+ * the thread rings the manager's descriptor. It runs no user code.
  *
  * Caveat: the fallback doorbell addresses live in the network namespace;
  * all processes of a bucket should share one (as they share a PID
- * namespace). Each process keeps up to 32 other managers' doorbell pipes
- * open (O_RDWR, so that a vanished owner never raises SIGPIPE), each for
- * as long as it stays among the 32 most recently rung.
+ * namespace). Each process keeps copies of up to 32 other managers'
+ * doorbells open, each for as long as it stays among the 32 most recently
+ * rung (a copy keeps a closed manager's eventfd alive until then).
  */
 #ifndef WEBLOCKS_ASYNC_H
 #define WEBLOCKS_ASYNC_H
@@ -140,8 +144,8 @@ WLK_EXPORT int wlk_lock_on_stolen(struct wlk_lock *lock, wlk_stolen_cb cb,
  * Context: thread-safe.
  *
  * Return: the descriptor (>= 0), or %WLK_EINVAL, %WLK_ESTATE, or -EMFILE
- * and other -errno values from socket(), epoll_create1() or
- * timerfd_create().
+ * and other -errno values from socket(), eventfd(), epoll_create1(),
+ * timerfd_create() or pthread_create() (the watcher thread).
  */
 WLK_EXPORT int wlk_manager_fd(struct wlk_manager *m);
 

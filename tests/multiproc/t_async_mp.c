@@ -591,6 +591,56 @@ Test(async_mp, inherited_manager_is_estate_and_parent_unaffected, T_FIX,
 	T_ASSERT_RC(wlk_release(held.lock), 0);
 }
 
+/*
+ * Child of a process whose async managers are watched already: its own
+ * new manager's deadline must still make its descriptor readable, so the
+ * watcher thread (lib/watcher.c) is started again after fork().
+ */
+static int child_deadline_after_fork(void *arg)
+{
+	static const struct wlk_options ot = { .timeout_ns = 20 * 1000000ull };
+	struct wlk_manager *m = NULL, *h = NULL;
+	struct wlk_lock *l = NULL;
+	struct rec r = { 0 };
+	struct pollfd p;
+
+	(void)arg;
+	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 80);
+	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &h) == 0, 81);
+	T_CHILD_CHECK(wlk_acquire(h, "t", 1, NULL, &l) == 0, 82);
+	T_CHILD_CHECK(req_async(m, "t", &ot, &r) == 0, 83);
+	p = (struct pollfd){ .fd = wlk_manager_fd(m), .events = POLLIN };
+	/* Only the deadline can make it readable: "t" stays held. */
+	T_CHILD_CHECK(poll(&p, 1, T_WAIT_MS) == 1, 84);
+	T_CHILD_CHECK(wlk_manager_dispatch(m) == 1, 85);
+	T_CHILD_CHECK(r.status == WLK_ETIMEDOUT, 86);
+	T_CHILD_CHECK(wlk_release(l) == 0, 87);
+	wlk_manager_close(h);
+	wlk_manager_close(m);
+	return 0;
+}
+
+Test(async_mp, deadline_wakes_a_fork_childs_own_manager, T_FIX,
+     .timeout = 20)
+{
+	struct wlk_manager *m = t_open(), *o = t_open();
+	struct wlk_lock *l = NULL;
+	struct rec r = { .release = true };
+	pid_t pid;
+
+	/* The parent's watcher runs, with a request outstanding. */
+	T_ASSERT_RC(wlk_acquire(o, "r", 1, NULL, &l), 0);
+	T_ASSERT_RC(req_async(m, "r", NULL, &r), 0);
+	pid = t_fork(child_deadline_after_fork, NULL);
+	cr_assert_eq(t_wait(pid, T_WAIT_MS * 2), 0,
+		     "the child's deadline did not wake its descriptor");
+	/* And the parent's still works. */
+	T_ASSERT_RC(wlk_release(l), 0);
+	cr_assert(pump(m, 1));
+	T_ASSERT_RC(r.status, 0);
+	T_ASSERT_RC(r.rel_rc, 0);
+}
+
 /* Child: open a manager, make it an async one, then exit holding. */
 static int child_async_holder_exits(void *arg)
 {

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * t_doorbell.c - how a grant reaches an event loop (lib/doorbell.c): by a
- * write to its doorbell pipe, which the granter opens through /proc, or,
- * when that pipe cannot be had, by a datagram to its socket; either way
- * one dispatch drains the descriptor. The test points the published pipe
- * inode elsewhere (it includes lib/layout.h to do so), which sends every
- * ring down the fallback.
+ * write to its doorbell eventfd, which the granter takes from the owner's
+ * process with pidfd_getfd(2), or, when that eventfd cannot be had, by a
+ * datagram to its socket, which the process's watcher thread turns into a
+ * ring; either way one dispatch drains the descriptor. The test changes
+ * the published key of the eventfd (it includes lib/layout.h to do so),
+ * which sends every ring down the fallback.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -118,10 +119,10 @@ static void pair_open(struct pair *p)
 	p->q = t_open();
 	cr_assert_geq(wlk_manager_fd(p->q), 0);
 	p->slot = client_slot(wlk_manager_client_id(p->q), &p->map, &p->size);
-	cr_assert_neq(p->slot->bell_ino, 0, "no pipe published");
+	cr_assert_neq(p->slot->bell_key, 0, "no eventfd published");
 }
 
-Test(doorbell, grant_rings_the_pipe, T_FIX, .timeout = 10)
+Test(doorbell, grant_rings_the_eventfd, T_FIX, .timeout = 10)
 {
 	struct pair p;
 
@@ -131,13 +132,14 @@ Test(doorbell, grant_rings_the_pipe, T_FIX, .timeout = 10)
 	munmap(p.map, p.size);
 }
 
-Test(doorbell, unusable_pipe_falls_back_to_the_socket, T_FIX, .timeout = 10)
+Test(doorbell, unusable_eventfd_falls_back_to_the_socket, T_FIX,
+     .timeout = 10)
 {
 	struct pair p;
 
 	pair_open(&p);
-	/* Not that pipe: granters must not write to whatever this is. */
-	p.slot->bell_ino ^= 0x5a5a5a5aull;
+	/* Not that eventfd: granters must not write to whatever this is. */
+	p.slot->bell_key ^= 0x5a5a5a5aull;
 	handoff(p.h, p.q, p.slot, true);
 	handoff(p.h, p.q, p.slot, true);
 	munmap(p.map, p.size);
