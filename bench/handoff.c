@@ -203,12 +203,11 @@ static void async_figure(bool one_cpu, const struct summary *a,
 	if (x > 1.25)
 		emit_limit(key, "%.2f us vs %.2f us for the raw futex: the "
 			   "releaser rings the manager's doorbell (a write "
-			   "to its pipe, against a FUTEX_WAKE), the wake "
-			   "goes through the manager's epoll instance to "
-			   "poll(), and the waiter makes a second system "
-			   "call (the read that drains the pipe) and reads "
-			   "the segment in dispatch", a->median,
-			   futex->median);
+			   "to its eventfd, against a FUTEX_WAKE), the wake "
+			   "goes through poll(), and the waiter makes a "
+			   "second system call (the read that drains the "
+			   "eventfd) and reads the segment in dispatch",
+			   a->median, futex->median);
 }
 
 static void pinning(bool one_cpu, int reps, int n)
