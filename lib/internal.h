@@ -163,7 +163,7 @@ struct wlk_signal {
 	int efd;       /* [A] eventfd for event loops (async.c), or -1 */
 };
 
-/* A doorbell (doorbell.c): its pipe, and a socket as the fallback. */
+/* A doorbell (doorbell.c): its eventfd, and a socket as the fallback. */
 struct wlk__bell {
 	int efd, sock;
 	uint64_t id;  /* the socket's address */
