@@ -9,11 +9,10 @@
  * and the doorbell's fallback socket, which the process's watcher thread
  * turns into a ring (watcher.c). Everything that can complete a request
  * makes the descriptor readable; wlk_manager_dispatch() then looks at the
- * state of each
- * outstanding request in the segment and runs the callbacks of those that
- * completed. All the process-local bookkeeping is under m->amu, which is
- * taken before the segment mutex, never after; no callback runs under
- * either.
+ * state of each outstanding request in the segment and runs the callbacks
+ * of those that completed. All the process-local bookkeeping is under
+ * m->amu, which is taken before the segment mutex, never after; no
+ * callback runs under either.
  */
 #include <errno.h>
 #include <stdlib.h>

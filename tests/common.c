@@ -173,6 +173,29 @@ int t_dispatch_ready(struct wlk_manager *m)
 	return n;
 }
 
+bool t_pump(struct wlk_manager *m, atomic_int *calls, int want, int ms)
+{
+	int fd = wlk_manager_fd(m);
+	uint64_t end = t_now_ns() + (uint64_t)ms * 1000000u;
+
+	if (fd < 0)
+		return false;
+	while (atomic_load(calls) < want) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint64_t now = t_now_ns();
+		int n;
+
+		if (now >= end)
+			return false;
+		n = poll(&p, 1, 20);
+		if (n < 0 && errno != EINTR)
+			return false;
+		if (n > 0 && wlk_manager_dispatch(m) < 0)
+			return false;
+	}
+	return true;
+}
+
 /* Violations reported by wlk_manager_validate(), for the message. */
 struct t_report {
 	int n;

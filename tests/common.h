@@ -3,6 +3,7 @@
 #ifndef WLK_TESTS_COMMON_H
 #define WLK_TESTS_COMMON_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -89,6 +90,14 @@ void t_assert_valid(struct wlk_manager *m, const char *what);
 /* Dispatch @m while its descriptor is readable: the callbacks run, or a
  * negative code from wlk_manager_dispatch(). */
 int t_dispatch_ready(struct wlk_manager *m);
+/*
+ * An event loop: until *@calls (counted by the callbacks) reaches @want,
+ * wait for @m's descriptor, in 20 ms slices so that callbacks counted by
+ * other threads are seen, and dispatch when poll() says it is readable (so
+ * completions that do not ring it fail). Bounded by @ms. Asserts nothing,
+ * so fork children may use it. Returns whether @want was reached.
+ */
+bool t_pump(struct wlk_manager *m, atomic_int *calls, int want, int ms);
 /* Poll (bounded, T_WAIT_MS) until the count on @name is @n; true if so. */
 bool t_wait_pending(struct wlk_manager *m, const char *name, size_t len,
 		    size_t n);

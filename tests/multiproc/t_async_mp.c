@@ -72,33 +72,11 @@ static void on_stolen(struct wlk_lock *lock, void *arg)
 	atomic_fetch_add(&g_calls, 1);
 }
 
-/*
- * The event loop: until @want callbacks in all have run, wait for @m's
- * descriptor and dispatch when poll() says it is readable (so completions
- * that do not ring it fail). Bounded by @ms. Usable in children: it only
- * reports.
- */
+/* The event loop (t_pump()), counting callbacks in g_calls; usable in
+ * children. */
 static bool pump_ms(struct wlk_manager *m, int want, int ms)
 {
-	int fd = wlk_manager_fd(m);
-	uint64_t end = t_now_ns() + (uint64_t)ms * 1000000u;
-
-	if (fd < 0)
-		return false;
-	while (atomic_load(&g_calls) < want) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		uint64_t now = t_now_ns();
-		int n;
-
-		if (now >= end)
-			return false;
-		n = poll(&p, 1, (int)((end - now) / 1000000u) + 1);
-		if (n < 0 && errno != EINTR)
-			return false;
-		if (n > 0 && wlk_manager_dispatch(m) < 0)
-			return false;
-	}
-	return true;
+	return t_pump(m, &g_calls, want, ms);
 }
 
 static bool pump(struct wlk_manager *m, int want)

@@ -97,36 +97,11 @@ static void on_stolen(struct wlk_lock *lock, void *arg)
 	atomic_fetch_add(&g_calls, 1);
 }
 
-/*
- * The event loop: until @want callbacks in all have run, wait for @m's
- * descriptor to be readable and dispatch. Dispatching only when poll() says
- * so makes a completion that does not ring the descriptor fail the test.
- * The poll is cut into slices so that completions counted by other threads
- * (blocking requesters) are seen too. Bounded by T_WAIT_MS.
- */
+/* The event loop (t_pump()), counting callbacks in g_calls. */
 static bool pump(struct wlk_manager *m, int want)
 {
-	int fd = wlk_manager_fd(m);
-	uint64_t end = t_now_ns() + (uint64_t)T_WAIT_MS * 1000000u;
-
-	if (fd < 0)
-		return false;
-	while (atomic_load(&g_calls) < want) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		uint64_t now = t_now_ns();
-		int n;
-
-		if (now >= end)
-			return false;
-		n = poll(&p, 1, 20);
-		if (n < 0 && errno != EINTR)
-			return false;
-		if (n > 0 && wlk_manager_dispatch(m) < 0)
-			return false;
-	}
-	return true;
+	return t_pump(m, &g_calls, want, T_WAIT_MS);
 }
-
 
 /* A thread making one blocking request, counted like a callback. */
 struct blocker {
