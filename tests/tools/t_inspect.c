@@ -168,6 +168,16 @@ static void expect_exit(const struct run *r, int want, const char *what)
 		     r->status, want, r->out, r->err);
 }
 
+/* Run shm-inspect and check only how it ended. */
+#define RUN_EXIT(want, what, ...)                                              \
+	do {                                                                   \
+		struct run r_;                                                 \
+                                                                               \
+		RUN(&r_, __VA_ARGS__);                                         \
+		expect_exit(&r_, (want), (what));                              \
+		run_free(&r_);                                                 \
+	} while (0)
+
 /* Text output holds no control byte but \n and \t, nothing above ASCII. */
 static void expect_clean_text(const char *s, size_t n, const char *what)
 {
@@ -588,9 +598,7 @@ Test(inspect, dead_agent_shown_dead_then_reaped_by_repair, T_FIX,
 	run_free(&run);
 
 	/* A dead agent not reaped yet is no violation. */
-	RUN(&run, "check", t_origin);
-	expect_exit(&run, 0, "check");
-	run_free(&run);
+	RUN_EXIT(0, "check", "check", t_origin);
 
 	RUN(&run, "check", "--repair", t_origin);
 	expect_exit(&run, 0, "check --repair");
@@ -911,12 +919,8 @@ Test(inspect, damaged_segments_give_documented_exit_codes, T_FIX,
 	if (geteuid() == 0) {
 		make_copy(foreign, sizeof(foreign), base, size);
 		cr_assert_eq(chown(foreign, 65534, 65534), 0);
-		RUN(&run, "dump", foreign);
-		expect_exit(&run, 2, "foreign owner");
-		run_free(&run);
-		RUN(&run, "check", foreign);
-		expect_exit(&run, 2, "foreign owner");
-		run_free(&run);
+		RUN_EXIT(2, "foreign owner", "dump", foreign);
+		RUN_EXIT(2, "foreign owner", "check", foreign);
 	}
 
 	/* All of them at once: the listing goes on past each. */
@@ -980,13 +984,9 @@ Test(inspect, check_reports_a_planted_inconsistency, T_FIX, .timeout = 60)
 			   run.out);
 	cr_assert_not_null(strstr(run.out, ": 1 violation\n"), "%s", run.out);
 	run_free(&run);
-	RUN(&run, "check", "--locked", bad);
-	expect_exit(&run, 3, "check --locked");
-	run_free(&run);
+	RUN_EXIT(3, "check --locked", "check", "--locked", bad);
 	/* dump shows what is there; judging is check's job. */
-	RUN(&run, "dump", bad);
-	expect_exit(&run, 0, "dump");
-	run_free(&run);
+	RUN_EXIT(0, "dump", "dump", bad);
 	/* A manager can only open the bucket's own segment, not a copy. */
 	RUN(&run, "check", "--repair", bad);
 	expect_exit(&run, 2, "check --repair of a copy");
@@ -1161,9 +1161,7 @@ Test(inspect, usage_errors_exit_1_with_one_usage_line, T_FIX, .timeout = 60)
 	expect_exit(&run, 0, "--help");
 	cr_assert_not_null(strstr(run.out, "Exit status: 0 ok; 1 usage"));
 	run_free(&run);
-	RUN(&run, "watch", "--help");
-	expect_exit(&run, 0, "watch --help");
-	run_free(&run);
+	RUN_EXIT(0, "watch --help", "watch", "--help");
 	RUN(&run, "--version");
 	expect_exit(&run, 0, "--version");
 	cr_assert_not_null(strstr(run.out, "weblocks-shm-inspect/1"));
@@ -1182,26 +1180,20 @@ Test(inspect, missing_segments_exit_2_and_nothing_is_created, T_FIX,
 	cr_assert_not_null(strstr(run.err, "no such segment"), "%s", run.err);
 	cr_assert_eq(lines_in(run.err), 1);
 	run_free(&run);
-	RUN(&run, "check", "--repair", t_origin);
-	expect_exit(&run, 2, "check --repair of a bucket without one");
-	run_free(&run);
+	RUN_EXIT(2, "check --repair of a bucket without one", "check",
+		 "--repair", t_origin);
 	RUN(&run, "watch", "-n", "1", t_origin);
 	expect_exit(&run, 2, "watch -n 1");
 	cr_assert_not_null(strstr(run.out, "error: "), "%s", run.out);
 	run_free(&run);
 	/* Opaque origins have no bucket at all. */
-	RUN(&run, "dump", "null");
-	expect_exit(&run, 2, "dump null");
-	run_free(&run);
+	RUN_EXIT(2, "dump null", "dump", "null");
 	T_ASSERT_RC(wlk_inspect_open(t_origin, NULL, 0, &in), -ENOENT);
 
 	copy_name(path, sizeof(path));
-	RUN(&run, "dump", path);
-	expect_exit(&run, 2, "dump of a missing file");
-	run_free(&run);
-	RUN(&run, "check", path + strlen("/dev/shm/"));
-	expect_exit(&run, 2, "check of a missing file");
-	run_free(&run);
+	RUN_EXIT(2, "dump of a missing file", "dump", path);
+	RUN_EXIT(2, "check of a missing file", "check",
+		 path + strlen("/dev/shm/"));
 }
 
 /* A FIFO would block a plain open(2) forever; the tool looks first. */
@@ -1215,9 +1207,7 @@ Test(inspect, fifo_named_like_a_segment_is_refused_not_waited_on, T_FIX,
 	copy_name(path, sizeof(path));
 	cr_assert_eq(mkfifo(path, 0600), 0, "mkfifo: %s", strerror(errno));
 	t_track_file(path);
-	RUN(&run, "dump", path);
-	expect_exit(&run, 2, "dump of a FIFO");
-	run_free(&run);
+	RUN_EXIT(2, "dump of a FIFO", "dump", path);
 	RUN(&run, "list", "--json");
 	expect_exit(&run, 0, "list with a FIFO");
 	doc = parse_json(&run, "list --json");
@@ -1239,9 +1229,7 @@ Test(inspect, bucket_and_partition_options_and_segment_names, T_FIX,
 
 	t_track_bucket(t_origin, "b1", "p1");
 	T_ASSERT_RC(wlk_acquire(m, "k", 1, NULL, &l), 0);
-	RUN(&run, "dump", t_origin);
-	expect_exit(&run, 2, "dump of the default bucket");
-	run_free(&run);
+	RUN_EXIT(2, "dump of the default bucket", "dump", t_origin);
 	RUN(&run, "dump", "--json", "--bucket", "b1", "--partition", "p1",
 	    t_origin);
 	expect_exit(&run, 0, "dump --bucket --partition");
@@ -1260,9 +1248,7 @@ Test(inspect, bucket_and_partition_options_and_segment_names, T_FIX,
 	expect_exit(&run, 0, "dump NAME");
 	cr_assert_not_null(strstr(run.out, "Bucket: \"b1\""), "%s", run.out);
 	run_free(&run);
-	RUN(&run, "check", name);
-	expect_exit(&run, 0, "check NAME");
-	run_free(&run);
+	RUN_EXIT(0, "check NAME", "check", name);
 	T_ASSERT_RC(wlk_release(l), 0);
 }
 
