@@ -189,6 +189,7 @@ struct wlk__wake {
 	uint32_t reaped[WLK_REAP_BATCH];
 	/* Doorbells of clients whose requests changed (async.c). */
 	uint32_t n_bells;
+	bool bell_sweep; /* more than WLK_WAKE_BATCH: ring every doorbell */
 	struct wlk__bell_to bells[WLK_WAKE_BATCH];
 };
 
@@ -203,6 +204,20 @@ static inline struct wlk_seg_client *wlk__client(const struct wlk__bucket *b,
 						 uint32_t i)
 {
 	return (struct wlk_seg_client *)(b->base + b->geo.off_clients) + i;
+}
+
+/* Where client @ci's doorbell is, copied from its slot @c. */
+static inline struct wlk__bell_to wlk__bell_of(const struct wlk_seg_client *c,
+					       uint32_t ci)
+{
+	return (struct wlk__bell_to){
+		.id = uatomic_read(&c->doorbell),
+		.key = uatomic_read(&c->bell_key),
+		.pid = uatomic_read(&c->pid),
+		.fd = uatomic_read(&c->bell_fd),
+		.client = ci,
+		.client_gen = WLK_WORD_GEN(uatomic_read(&c->word)),
+	};
 }
 
 static inline struct wlk_seg_name *wlk__name(const struct wlk__bucket *b,

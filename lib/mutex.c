@@ -98,7 +98,7 @@ int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake)
 
 	/* The counters only: the arrays are read up to them. */
 	wake->self1 = wake->n = wake->n_reaped = wake->n_bells = 0;
-	wake->sweep = false;
+	wake->sweep = wake->bell_sweep = false;
 
 	rc = lock_spin(mu);
 	if (rc == EOWNERDEAD) {
@@ -125,6 +125,22 @@ int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake)
 	return 0;
 }
 
+/* Ring every client's doorbell: what is read here without the mutex only
+ * chooses where a ring goes (doorbell.c checks it). */
+static void bell_sweep(struct wlk__bucket *b)
+{
+	for (uint32_t i = 0; i < b->geo.max_clients; i++) {
+		const struct wlk_seg_client *c = wlk__client(b, i);
+
+		if (WLK_WORD_STATE(uatomic_read(&c->word)) == WLK_SLOT_USED &&
+		    uatomic_read(&c->doorbell)) {
+			struct wlk__bell_to t = wlk__bell_of(c, i);
+
+			wlk__bell_ring(b, &t);
+		}
+	}
+}
+
 /* Wake every waiter of the bucket; their wake-ups are only hints. */
 static void wake_sweep(struct wlk__bucket *b)
 {
@@ -146,7 +162,8 @@ static void wake_sweep(struct wlk__bucket *b)
  */
 void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 {
-	if (!wake->n && !wake->n_reaped && !wake->n_bells && !wake->sweep)
+	if (!wake->n && !wake->n_reaped && !wake->n_bells && !wake->sweep &&
+	    !wake->bell_sweep)
 		return; /* the common case: nobody to wake */
 	/* Lifelines of reaped agents: let go, then wake all their watchers
 	 * (the kernel woke one; a trylock may have dropped FUTEX_WAITERS). */
@@ -159,6 +176,9 @@ void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 	for (uint32_t i = 0; i < wake->n_bells; i++)
 		wlk__bell_ring(b, &wake->bells[i]);
 	wake->n_bells = 0;
+	if (wake->bell_sweep)
+		bell_sweep(b);
+	wake->bell_sweep = false;
 	if (wake->sweep) {
 		wake_sweep(b);
 	} else {

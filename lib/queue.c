@@ -30,10 +30,9 @@ static void bell_add(struct wlk__bucket *b, struct wlk__wake *wake,
 		if (wake->bells[i].id == c->doorbell)
 			return;
 	if (wake->n_bells < WLK_WAKE_BATCH)
-		wake->bells[wake->n_bells++] = (struct wlk__bell_to){
-			.id = c->doorbell, .key = c->bell_key, .pid = c->pid,
-			.fd = c->bell_fd, .client = ci,
-			.client_gen = WLK_WORD_GEN(c->word)};
+		wake->bells[wake->n_bells++] = wlk__bell_of(c, ci);
+	else
+		wake->bell_sweep = true;
 }
 
 /*

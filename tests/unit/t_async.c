@@ -327,6 +327,40 @@ static void free_fds(int *fds, int n, const struct rlimit *saved)
 	setrlimit(RLIMIT_NOFILE, saved);
 }
 
+/*
+ * One release grants more asynchronous managers than a wake batch holds
+ * (WLK_WAKE_BATCH, 32): every one of them must be rung, not only the
+ * first 32.
+ */
+Test(async, a_release_granting_many_managers_rings_every_one, T_FIX,
+     .timeout = 30)
+{
+	enum { N = 40 };
+	static const struct wlk_options shared = { .mode = WLK_SHARED };
+	struct wlk_manager *o = t_open(), *m[N];
+	struct rec r[N];
+	struct wlk_lock *l = NULL;
+
+	T_ASSERT_RC(wlk_acquire(o, "s", 1, NULL, &l), 0);
+	for (int i = 0; i < N; i++) {
+		m[i] = t_open();
+		r[i] = (struct rec){ .release = true };
+		T_ASSERT_RC(req_async(m[i], "s", &shared, &r[i]), 0);
+	}
+	cr_assert_eq(t_pending_n(o, "s", 1), N);
+	T_ASSERT_RC(wlk_release(l), 0);
+	for (int i = 0; i < N; i++) {
+		struct pollfd p = { .fd = wlk_manager_fd(m[i]),
+				    .events = POLLIN };
+
+		cr_assert_eq(poll(&p, 1, T_WAIT_MS), 1,
+			     "manager %d of %d was not rung", i + 1, N);
+		cr_assert_eq(wlk_manager_dispatch(m[i]), 1);
+		T_ASSERT_RC(r[i].status, 0);
+		T_ASSERT_RC(r[i].rel_rc, 0);
+	}
+}
+
 /* Out of descriptors: an error, nothing queued, no callback; then fine. */
 Test(async, descriptor_errors_queue_nothing_and_call_nothing, T_FIX,
      .timeout = 10)
