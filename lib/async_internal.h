@@ -7,10 +7,6 @@
 
 #include "internal.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-
 /* Processes whose death a manager watches through pidfds. */
 #define PIDFD_MAX 32
 #define EVENTS_BATCH 32

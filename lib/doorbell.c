@@ -42,12 +42,6 @@
 
 #include "internal.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_getfd
-#define SYS_pidfd_getfd 438
-#endif
 
 #define BIND_TRIES 8
 #define DRAIN_BATCH 32

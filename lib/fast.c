@@ -7,7 +7,8 @@
  * the name entry without the mutex, claims a reserved slot and CASes the
  * name's fast word from "on, no holder" to "on, held by that slot". The
  * release CASes it back. Two processes on two names then share no cache
- * line, and an acquire+release pair makes two CASes on the name's line.
+ * line, and an acquire+release pair makes two CASes on the name's first
+ * line and one atomic add on its token (second line).
  *
  * Everything else goes through the mutex, and whatever there needs a name
  * inflates it first (wlk__name_inflate()): the fast holder becomes an
@@ -73,16 +74,15 @@ static bool name_peek(struct wlk__bucket *b, const char *name, uint32_t len,
  * one only makes the fast word's CAS fail; the segment key tells segments
  * apart (a bucket's memory may be reused for another).
  */
-#define MEMO_NAME 48
 struct memo {
 	uint64_t seg_key[2];
 	uint64_t hash;
 	uint32_t len;
 	uint32_t ni;
 	uint32_t ngen;
-	char name[MEMO_NAME];
+	char name[WLK_SHORT_NAME];
 };
-static __thread __attribute__((tls_model("initial-exec"))) struct memo memo;
+static WLK_TLS struct memo memo;
 
 static bool memo_find(struct wlk__bucket *b, const struct wlk_lock *l,
 		      uint64_t *hash, uint32_t *ni, uint32_t *ngen)
@@ -100,7 +100,7 @@ static bool memo_find(struct wlk__bucket *b, const struct wlk_lock *l,
 static void memo_keep(struct wlk__bucket *b, const struct wlk_lock *l,
 		      uint64_t hash, uint32_t ni, uint32_t ngen)
 {
-	if (l->name_len > MEMO_NAME || !l->name_len)
+	if (l->name_len > WLK_SHORT_NAME || !l->name_len)
 		return;
 	memo.seg_key[0] = b->seg_key[0];
 	memo.seg_key[1] = b->seg_key[1];
@@ -258,11 +258,6 @@ void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)
 }
 
 /*
- * wlk__name_inflate() - under the mutex: turn @ni's fast path off, making a
- * fast holder an ordinary held request. Idempotent. Return: 0 or
- * WLK_ECORRUPT.
- */
-/*
  * The request slot fast word @f of name @ni names as its holder, if that
  * slot really is the name's fast holder (claimed, for this name and gen);
  * else WLK_NIL. A slot freed under its holder (a dead client) holds
@@ -311,6 +306,11 @@ uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni)
 	return holder_of(b, ni, f);
 }
 
+/*
+ * wlk__name_inflate() - under the mutex: turn @ni's fast path off, making a
+ * fast holder an ordinary held request. Idempotent. Return: 0 or
+ * WLK_ECORRUPT.
+ */
 int wlk__name_inflate(struct wlk__bucket *b, uint32_t ni)
 {
 	struct wlk_seg_name *n = wlk__name(b, ni);

@@ -11,13 +11,11 @@
 #include "internal.h"
 
 /*
- * One spare lock handle per thread, for names of up to SPARE_NAME bytes:
+ * One spare lock handle per thread, for names of up to WLK_SHORT_NAME bytes:
  * an acquire+release pair then costs no malloc()/free(). A thread's spare
  * is freed when it exits, through a key destructor registered the first
  * time it keeps one.
  */
-#define SPARE_NAME 48
-#define WLK_TLS __thread __attribute__((tls_model("initial-exec")))
 static WLK_TLS struct wlk_lock *spare;
 static WLK_TLS bool spare_registered;
 static pthread_key_t spare_key;
@@ -39,7 +37,7 @@ static void spare_key_init(void)
 /* Free a handle from wlk__lock_new(), or keep it as the thread's spare. */
 void wlk__lock_free(struct wlk_lock *l)
 {
-	if (l->name_len > SPARE_NAME || spare) {
+	if (l->name_len > WLK_SHORT_NAME || spare) {
 		free(l);
 		return;
 	}
@@ -60,11 +58,11 @@ struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 {
 	struct wlk_lock *l = NULL;
 
-	if (len <= SPARE_NAME) {
+	if (len <= WLK_SHORT_NAME) {
 		l = spare;
 		spare = NULL;
 		if (!l)
-			l = malloc(sizeof(*l) + SPARE_NAME + 1);
+			l = malloc(sizeof(*l) + WLK_SHORT_NAME + 1);
 	} else {
 		l = malloc(sizeof(*l) + len + 1);
 	}

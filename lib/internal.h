@@ -23,6 +23,21 @@
 
 #define WLK_INTERNAL __attribute__((__visibility__("hidden")))
 
+/* Per-thread caches (handle.c, fast.c): found without a call. */
+#define WLK_TLS __thread __attribute__((tls_model("initial-exec")))
+/* Names up to this many bytes are cached per thread: the spare lock
+ * handle's buffer (handle.c) and the last name found (fast.c). */
+#define WLK_SHORT_NAME 48
+
+/* System calls glibc 2.36 has no wrapper for (numbers as on every
+ * architecture since Linux 5.3 and 5.6). */
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
 /* Hex digits of the 128-bit bucket hash in the segment name. */
 #define WLK_KEY_BYTES 16
 #define WLK_SHM_NAME_MAX 64

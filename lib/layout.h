@@ -259,9 +259,10 @@ struct wlk_seg_client {
  * name finds it ready. Idle entries are on an LRU list and are taken over
  * when a new name finds the free list empty. An idle entry may still be
  * held through its fast word (FAST PATH); eviction inflates it first.
- * The first line is what finding the name reads, and the fast word; it is
- * written only by the fast path, so that under contention it stays in both
- * CPUs' caches. The second line is what a request changes.
+ * The first line is what finding the name reads, and the fast word; in
+ * steady use only the fast path writes it, so that under contention it
+ * stays in both CPUs' caches. The second line is what a request changes,
+ * and the fencing token, which a fast acquire bumps too.
  */
 struct wlk_seg_name {
 	uint32_t word;      /* [M][A] gen | FREE/USED */
