@@ -248,17 +248,25 @@ uint32_t wlk__req_alloc(struct wlk__bucket *b)
 }
 
 /* Free a request slot that is in no list; its waiters see the new gen. */
-void wlk__req_free(struct wlk__bucket *b, uint32_t ri)
+/* A request slot whose word is FREE now goes on the free list. */
+static void req_push_free(struct wlk__bucket *b, uint32_t ri)
 {
 	struct wlk_seg_header *h = b->hdr;
 	struct wlk_seg_request *r = wlk__req(b, ri);
 
-	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word) + 1,
-					   WLK_SLOT_FREE));
 	r->prev = WLK_NIL;
 	r->next = h->free_requests;
 	h->free_requests = ri;
 	wlk__count(&h->n_requests, -1);
+}
+
+void wlk__req_free(struct wlk__bucket *b, uint32_t ri)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+
+	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word) + 1,
+					   WLK_SLOT_FREE));
+	req_push_free(b, ri);
 }
 
 /*
@@ -283,17 +291,13 @@ void wlk__req_keep(struct wlk__bucket *b, uint32_t ri)
  */
 bool wlk__req_reclaim(struct wlk__bucket *b, uint32_t ri, uint32_t word)
 {
-	struct wlk_seg_header *h = b->hdr;
 	struct wlk_seg_request *r = wlk__req(b, ri);
 
 	if (uatomic_cmpxchg(&r->word, word,
 			    WLK_WORD(WLK_WORD_GEN(word) + 1, WLK_SLOT_FREE)) !=
 	    word)
 		return false;
-	r->prev = WLK_NIL;
-	r->next = h->free_requests;
-	h->free_requests = ri;
-	wlk__count(&h->n_requests, -1);
+	req_push_free(b, ri);
 	return true;
 }
 
