@@ -174,6 +174,7 @@ static int enqueue(struct wlk_manager *m, struct wlk_async *r,
 		.flags = WLK_REQF_ASYNC, .name = r->l->name,
 		.name_len = (uint32_t)r->l->name_len, .mode = o->mode,
 		.if_available = o->if_available, .steal = o->steal,
+		.hash = wlk__name_hash(m->b, r->l->name, r->l->name_len),
 		.own = WLK_NIL,
 	};
 	int rc = wlk__lock(m->b, &wake);

@@ -409,8 +409,7 @@ struct wlk__enqueue {
 	enum wlk_mode mode;
 	bool if_available;
 	bool steal;
-	bool hashed; /* @hash is the name's already */
-	uint64_t hash;
+	uint64_t hash; /* wlk__name_hash() of the name, by the caller */
 	uint32_t own, own_gen; /* a slot the client keeps in reserve, to use
 				* first; WLK_NIL: none */
 };

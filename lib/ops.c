@@ -84,8 +84,7 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		      struct wlk__wake *wake, uint32_t *slot, uint32_t *gen)
 {
 	struct wlk_seg_header *h = b->hdr;
-	uint64_t hash = e->hashed ? e->hash
-				  : wlk__name_hash(b, e->name, e->name_len);
+	uint64_t hash = e->hash;
 	uint32_t ni = WLK_NIL, ri;
 	bool own;
 	int rc;

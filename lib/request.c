@@ -96,8 +96,10 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 		.mode = o->mode,
 		.if_available = o->if_available,
 		.steal = o->steal,
-		.hashed = l->hashed,
-		.hash = l->hash,
+		/* Hashed here, not under the mutex (the fast path did it
+		 * already, unless this is a steal). */
+		.hash = l->hashed ? l->hash
+				  : wlk__name_hash(m->b, l->name, l->name_len),
 	};
 	uint64_t deadline = o->timeout_ns ? wlk__now_ns() + o->timeout_ns : 0;
 	struct wlk__lane *lane = wlk__lane_take(m);
