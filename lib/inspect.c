@@ -22,12 +22,6 @@
 
 #define SHM_DIR "/dev/shm"
 
-static bool str_eq(const char *field, uint32_t len, size_t cap,
-		   const char *want)
-{
-	return len < cap && len == strlen(want) && !memcmp(field, want, len);
-}
-
 /*
  * Whether a file name is a segment name of ours, of any layout version:
  * "wlk<digits>-<euid>-<hash>". Another version's segment is listed too;
@@ -159,17 +153,11 @@ WLK_EXPORT int wlk_inspect_open_segment(const char *name, unsigned int flags,
 	return 0;
 }
 
-/* Whether an open segment is the bucket's, and whether it is poisoned. */
+/* Whether an open segment is the bucket's. */
 static bool belongs(const struct wlk_inspect *in, const char *origin,
 		    const struct wlk_manager_options *o)
 {
-	const struct wlk_seg_header *h = in->b.hdr;
-
-	return str_eq(h->origin, h->origin_len, sizeof(h->origin), origin) &&
-	       str_eq(h->bucket, h->bucket_len, sizeof(h->bucket),
-		      o && o->bucket ? o->bucket : "default") &&
-	       str_eq(h->partition, h->partition_len, sizeof(h->partition),
-		      o && o->partition ? o->partition : "");
+	return wlk__header_ident_eq(in->b.hdr, origin, o);
 }
 
 WLK_EXPORT int wlk_inspect_open(const char *origin,

@@ -39,6 +39,8 @@
 #endif
 
 /* Hex digits of the 128-bit bucket hash in the segment name. */
+/* The bucket of a manager opened without one (spec: the default bucket). */
+#define WLK_DEFAULT_BUCKET "default"
 #define WLK_KEY_BYTES 16
 #define WLK_SHM_NAME_MAX 64
 
@@ -337,6 +339,8 @@ void wlk__generation_name(char *dst, const char *base, unsigned int gen)
 int wlk__header_check(struct wlk__bucket *b, size_t file_size) WLK_INTERNAL;
 int wlk__ofd_lock(int fd, short type, off_t byte, bool wait) WLK_INTERNAL;
 bool wlk__same_pidns(const struct wlk_seg_header *h) WLK_INTERNAL;
+bool wlk__header_ident_eq(const struct wlk_seg_header *h, const char *origin,
+			  const struct wlk_manager_options *o) WLK_INTERNAL;
 int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
 			const struct wlk_manager_options *o) WLK_INTERNAL;
 void wlk__segment_detach(struct wlk__bucket *b) WLK_INTERNAL;

@@ -13,7 +13,6 @@
 
 #include "internal.h"
 
-#define DEFAULT_BUCKET "default"
 
 /* Fixed keys that turn a bucket key into its segment name: a file format. */
 static const uint64_t name_key_hi[2] = {0x7765626c6f636b73ull,
@@ -44,7 +43,7 @@ static int check_ident(const char *s, size_t max)
 int wlk__bucket_key(const char *origin, const struct wlk_manager_options *o,
 		    uint8_t key[WLK_KEY_BYTES], char *shm_name)
 {
-	const char *bucket = o && o->bucket ? o->bucket : DEFAULT_BUCKET;
+	const char *bucket = o && o->bucket ? o->bucket : WLK_DEFAULT_BUCKET;
 	const char *part = o && o->partition ? o->partition : "";
 	uint8_t buf[3 * sizeof(uint32_t) + WLK_ORIGIN_MAX + WLK_BUCKET_MAX +
 		    WLK_PARTITION_MAX];

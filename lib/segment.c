@@ -15,7 +15,6 @@
 #include "internal.h"
 
 #define SHM_DIR "/dev/shm"
-#define DEFAULT_BUCKET "default"
 #define DEFAULT_MODE 0600u
 #define ALLOWED_MODE 0666u
 #define PAGE 4096u
@@ -168,7 +167,7 @@ static int create(struct wlk__bucket *b, const char *origin,
 	h->created_ns = wlk__realtime_ns();
 	set_ident(h->origin, &h->origin_len, origin);
 	set_ident(h->bucket, &h->bucket_len,
-		  o && o->bucket ? o->bucket : DEFAULT_BUCKET);
+		  o && o->bucket ? o->bucket : WLK_DEFAULT_BUCKET);
 	set_ident(h->partition, &h->partition_len,
 		  o && o->partition ? o->partition : "");
 	WLK_FAILPOINT(segment_create_mid);
@@ -190,6 +189,20 @@ static bool ident_eq(const char *field, uint32_t len, size_t cap,
 		     const char *want)
 {
 	return len < cap && len == strlen(want) && !memcmp(field, want, len);
+}
+
+/*
+ * wlk__header_ident_eq() - whether segment header @h is the one of bucket
+ * (@origin, @o's bucket and partition, their defaults when NULL).
+ */
+bool wlk__header_ident_eq(const struct wlk_seg_header *h, const char *origin,
+			  const struct wlk_manager_options *o)
+{
+	return ident_eq(h->origin, h->origin_len, sizeof(h->origin), origin) &&
+	       ident_eq(h->bucket, h->bucket_len, sizeof(h->bucket),
+			o && o->bucket ? o->bucket : WLK_DEFAULT_BUCKET) &&
+	       ident_eq(h->partition, h->partition_len, sizeof(h->partition),
+			o && o->partition ? o->partition : "");
 }
 
 /*
@@ -254,11 +267,7 @@ static int validate(struct wlk__bucket *b, const char *origin,
 		return WLK_ESECURITY;
 	if (uatomic_read(&h->seg_state) == WLK_SEG_POISONED)
 		return SEG_BROKEN;
-	if (!ident_eq(h->origin, h->origin_len, sizeof(h->origin), origin) ||
-	    !ident_eq(h->bucket, h->bucket_len, sizeof(h->bucket),
-		      o && o->bucket ? o->bucket : DEFAULT_BUCKET) ||
-	    !ident_eq(h->partition, h->partition_len, sizeof(h->partition),
-		      o && o->partition ? o->partition : ""))
+	if (!wlk__header_ident_eq(h, origin, o))
 		return SEG_FOREIGN;
 	return 0;
 }
