@@ -24,7 +24,9 @@
 	X(name_evict_after_unlink) /* idle name off its chain, not freed */ \
 	X(drop_client_mid)      /* close: some requests dropped, not all */   \
 	X(reap_after_free)      /* dead agent reaped, lifeline still held */  \
-	X(recover_mid)          /* recovery: rebuilt, queues not processed */
+	X(recover_mid)          /* recovery: rebuilt, queues not processed */ \
+	X(fast_enlist_mid)      /* fast waiter claimed, WAIT not yet set */   \
+	X(fast_handoff_mid)     /* handed over, old claim not yet cleared */
 
 enum wlk__failpoint_id {
 #define WLK__FP_ENUM(name) WLK_FP_##name,

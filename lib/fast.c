@@ -1,20 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fast.c - the uncontended path: acquire and release a lock nobody else
- * wants without the segment mutex (layout.h, FAST PATH).
+ * fast.c - acquire, hand off and release without the segment mutex
+ * (layout.h, FAST PATH); inflate.c is the mutex side.
  *
  * A manager keeps a few request slots in reserve (lanes). An acquire finds
  * the name entry without the mutex, claims a reserved slot and CASes the
  * name's fast word from "on, no holder" to "on, held by that slot". The
  * release CASes it back. Two processes on two names then share no cache
- * line, and an acquire+release pair makes two CASes on the name's first
- * line and one atomic add on its token (second line).
+ * line, and an acquire+release pair makes two CASes and one atomic add,
+ * all on the name's first line.
  *
- * Everything else goes through the mutex, and whatever there needs a name
- * inflates it first (wlk__name_inflate()): the fast holder becomes an
- * ordinary held request and the fast path stays off until the name is idle
- * again. A fast operation that fails for any reason returns 1 and the
- * caller takes the mutex; nothing here is an error.
+ * A blocking acquire that finds the name held (and not by a shared holder
+ * it could join) may wait as the name's one fast waiter, spinning on the
+ * fast word; the holder's release hands the name over with one CAS. Two
+ * processes taking turns on a name thus trade one cache line per grant,
+ * in FIFO order. A third request, or a waiter that spins too long, takes
+ * the mutex and inflates the name (inflate.c): the holder becomes an
+ * ordinary held request, the waiter the first of the queue.
+ *
+ * A fast operation that fails for any reason returns 1 and the caller
+ * takes the mutex; nothing here is an error.
  */
 #include <string.h>
 
@@ -122,35 +127,123 @@ struct wlk__lane *wlk__lane_take(struct wlk_manager *m)
 	return NULL;
 }
 
+/* How many times an acquire looks at a changing fast word before it takes
+ * the mutex instead. */
+#define WLK_FAST_TRIES 4
+
+/* The holder or waiter part of a fast word for slot @s, gen @g, @mode. */
+static uint64_t who(uint32_t s, uint32_t g, enum wlk_mode mode)
+{
+	return WLK_FAST(0, 0, s + 1, g) |
+	       (mode == WLK_SHARED ? WLK_FAST_SHARED : 0);
+}
+
 /*
- * wlk__fast_acquire() - take @l's name in @l->mode without the mutex.
- * Return: 0 with @l filled (slot, gen, token, fast fields); 1 when it cannot
- * (no reserved slot, unknown name, any holder or queue, a race): take the
- * mutex instead.
+ * Whether a request in @mode may wait as the fast waiter of a name whose
+ * fast word is @f (@on: its "on, free" value): held, nobody waiting, and
+ * not a shared holder a shared request would join at once (spec 2.5).
  */
-int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l)
+static bool waitable(uint64_t f, uint64_t on, enum wlk_mode mode)
+{
+	return (f & ~WLK_FAST_WHO_MASK) == on && WLK_FAST_HOLDER1(f) &&
+	       !((f & WLK_FAST_SHARED) && mode == WLK_SHARED);
+}
+
+/*
+ * Claim a lane's slot for @l: RESERVED (gen g) to FAST (gen g + 1; a new
+ * gen per claim tells one fast waiter claim from the next), name and mode
+ * filled. Return: the lane, or NULL.
+ */
+static struct wlk__lane *slot_claim(struct wlk_manager *m, struct wlk_lock *l,
+				    uint32_t ni, uint32_t ngen)
+{
+	struct wlk__lane *lane = wlk__lane_take(m);
+	struct wlk_seg_request *r;
+	uint32_t g;
+
+	if (!lane)
+		return NULL;
+	r = wlk__req(m->b, lane->slot);
+	g = lane->gen;
+	if (uatomic_cmpxchg(&r->word, WLK_WORD(g, WLK_SLOT_RESERVED),
+			    WLK_WORD(g + 1, WLK_SLOT_FAST)) !=
+	    WLK_WORD(g, WLK_SLOT_RESERVED)) {
+		/* The mutex side reclaimed it (wlk__stash_reclaim()). */
+		uatomic_set(&lane->state, WLK_LANE_EMPTY);
+		return NULL;
+	}
+	r->mode = (uint8_t)l->mode;
+	r->flags = 0;
+	r->name = ni;
+	r->name_gen = ngen;
+	r->token = 0;
+	r->enq_ns = r->grant_ns = wlk__stamp_ns();
+	l->slot = lane->slot;
+	l->gen = g + 1;
+	l->fast_name = ni;
+	l->fast_ngen = ngen;
+	l->lane = (uint8_t)(lane - m->lanes);
+	return lane;
+}
+
+/* Give a claimed slot back to its lane, unused (RESERVED, new gen). */
+static void slot_unclaim(struct wlk_manager *m, struct wlk_lock *l)
+{
+	struct wlk__lane *lane = &m->lanes[l->lane];
+
+	wlk__word_store(&wlk__req(m->b, l->slot)->word,
+			WLK_WORD(l->gen, WLK_SLOT_RESERVED));
+	lane->gen = l->gen;
+	uatomic_set(&lane->state, WLK_LANE_READY);
+}
+
+/* The fast word changed hands to @l: take a fencing token. */
+static void granted(struct wlk__bucket *b, struct wlk_lock *l)
+{
+	struct wlk_seg_name *n = wlk__name(b, l->fast_name);
+	struct wlk_seg_request *r = wlk__req(b, l->slot);
+
+	l->token = uatomic_add_return(&n->token, 1);
+	uatomic_set(&r->token, l->token);
+	l->fast = true;
+}
+
+/*
+ * Become @n's fast waiter behind the holder in @f: claim the waiter word,
+ * then set WAIT. Return: 0, or 1 (someone else waits, or @f went).
+ */
+static int enlist(struct wlk_seg_name *n, uint64_t f, uint64_t me)
+{
+	if (uatomic_cmpxchg(&n->waiter, 0, me) != 0)
+		return 1;
+	WLK_FAILPOINT(fast_enlist_mid);
+	if (uatomic_cmpxchg(&n->fast, f, f | WLK_FAST_WAIT) == f)
+		return 0;
+	/* Not our turn after all: withdraw the claim, unless the mutex
+	 * side cleared it as stale meanwhile. */
+	uatomic_cmpxchg(&n->waiter, me, 0);
+	return 1;
+}
+
+/*
+ * wlk__fast_acquire() - take @l's name in @l->mode without the mutex, or,
+ * if @may_wait, wait for it as its fast waiter.
+ * Return: 0 held, with @l filled (slot, gen, token, fast fields); 2 when
+ * waiting (wlk__fast_await() next); 1 when it cannot (no reserved slot,
+ * unknown name, inflated, contended, a race): take the mutex instead.
+ */
+int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l, bool may_wait)
 {
 	struct wlk__bucket *b = m->b;
-	struct wlk__lane *lane;
-	struct wlk_seg_request *r;
 	struct wlk_seg_name *n;
-	uint32_t ni = WLK_NIL, ngen = 0, s, g;
-	uint64_t hash = 0, on, *cool;
-
+	uint32_t ni = WLK_NIL, ngen = 0;
+	uint64_t hash = 0, on, me, f;
 	bool memo_hit = memo_find(b, l, &hash, &ni, &ngen);
 
 	if (!memo_hit)
 		hash = wlk__name_hash(b, l->name, l->name_len);
 	l->hash = hash; /* for the mutex path, if it comes to that */
 	l->hashed = true;
-	/* A name this manager found contended lately: straight to the
-	 * queue, not through the other process's cache lines first. */
-	cool = &m->cool[hash % WLK_COOL_SLOTS];
-	if (uatomic_read(cool)) {
-		if (wlk__stamp_ns() < uatomic_read(cool))
-			return 1;
-		uatomic_set(cool, 0);
-	}
 	if (!memo_hit) {
 		if (!name_peek(b, l->name, (uint32_t)l->name_len, hash, &ni,
 			       &ngen))
@@ -161,57 +254,76 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l)
 		return 1;
 	n = wlk__name(b, ni);
 	on = WLK_FAST(ngen, 1, 0, 0);
-	if (fast_load(&n->fast) != on) {
+	f = fast_load(&n->fast);
+	if (f != on && !(may_wait && waitable(f, on, l->mode))) {
 		/* A remembered entry that went (evicted, reused) is no sign
 		 * of contention: forget it, and look the name up next time. */
 		if (memo_hit &&
-		    wlk__word_load(&n->word) != WLK_WORD(ngen, WLK_SLOT_USED)) {
+		    wlk__word_load(&n->word) != WLK_WORD(ngen, WLK_SLOT_USED))
 			memo.len = 0;
-			return 1;
+		return 1;
+	}
+	if (!slot_claim(m, l, ni, ngen))
+		return 1;
+	me = who(l->slot, l->gen, l->mode);
+	/* The CASes publish the slot's fields to whoever inflates. The word
+	 * may change between our look and our CAS (the holder let go just
+	 * then, a holder came): look again, a few times. */
+	for (int tries = 0; tries < WLK_FAST_TRIES; tries++) {
+		if (f == on) {
+			f = uatomic_cmpxchg(&n->fast, on, on | me);
+			if (f == on) {
+				granted(b, l);
+				return 0;
+			}
+		} else if (may_wait && waitable(f, on, l->mode)) {
+			if (!enlist(n, f, me))
+				return 2;
+			f = fast_load(&n->fast);
+		} else {
+			break;
 		}
-		goto contended;
 	}
-	lane = wlk__lane_take(m);
-	if (!lane)
-		return 1;
-	s = lane->slot;
-	g = lane->gen;
-	r = wlk__req(b, s);
-	/* The mutex side may have reclaimed it (wlk__stash_reclaim()). */
-	if (uatomic_cmpxchg(&r->word, WLK_WORD(g, WLK_SLOT_RESERVED),
-			    WLK_WORD(g, WLK_SLOT_FAST)) !=
-	    WLK_WORD(g, WLK_SLOT_RESERVED)) {
-		uatomic_set(&lane->state, WLK_LANE_EMPTY);
-		return 1;
-	}
-	r->mode = (uint8_t)l->mode;
-	r->flags = 0;
-	r->name = ni;
-	r->name_gen = ngen;
-	r->token = 0;
-	r->enq_ns = r->grant_ns = wlk__stamp_ns();
-	/* The CAS publishes the fields above to whoever inflates. */
-	if (uatomic_cmpxchg(&n->fast, on, WLK_FAST(ngen, 1, s + 1, g)) != on) {
-		wlk__word_store(&r->word, WLK_WORD(g, WLK_SLOT_RESERVED));
-		uatomic_set(&lane->state, WLK_LANE_READY);
-		goto contended;
-	}
-	l->token = uatomic_add_return(&n->token, 1);
-	uatomic_set(&r->token, l->token);
-	l->slot = s;
-	l->gen = g;
-	l->fast_name = ni;
-	l->fast_ngen = ngen;
-	l->lane = (uint8_t)(lane - m->lanes);
-	l->fast = true;
-	return 0;
-contended:
-	uatomic_set(cool, wlk__stamp_ns() + WLK_FAST_COOL_NS);
+	slot_unclaim(m, l);
 	return 1;
 }
 
 /*
- * wlk__fast_release() - release a lock taken by wlk__fast_acquire().
+ * wlk__fast_await() - spin until the fast word hands @l's name over, for
+ * a while. Return: 0 held (as wlk__fast_acquire()); 1: the name was
+ * inflated, or the holder keeps it too long: settle under the mutex
+ * (the waiter is then in the queue, or was granted, or was never adopted).
+ */
+int wlk__fast_await(struct wlk_manager *m, struct wlk_lock *l)
+{
+	struct wlk_seg_name *n = wlk__name(m->b, l->fast_name);
+	uint64_t mine = WLK_FAST(l->fast_ngen, 1, 0, 0) |
+			who(l->slot, l->gen, l->mode);
+	uint64_t end = wlk__now_ns() + WLK_SPIN_NS;
+
+	do {
+		for (int i = 0; i < WLK_SPIN_CHECK; i++) {
+			uint64_t f = uatomic_read(&n->fast);
+
+			if ((f & ~WLK_FAST_WAIT) == mine) {
+				cmm_smp_rmb();
+				wlk__req(m->b, l->slot)->grant_ns =
+					wlk__stamp_ns();
+				granted(m->b, l);
+				return 0;
+			}
+			if ((f & ~WLK_FAST_WHO_MASK & ~WLK_FAST_WAIT) !=
+			    WLK_FAST(l->fast_ngen, 1, 0, 0))
+				return 1;
+			caa_cpu_relax();
+		}
+	} while (wlk__now_ns() < end);
+	return 1;
+}
+
+/*
+ * wlk__fast_release() - release a lock held through the fast word: back
+ * to "on, free", or, with a fast waiter, handed over to it.
  * Return: 0 if released; 1 if the name was inflated meanwhile (the lock is
  * an ordinary held or stolen request now): release it under the mutex.
  */
@@ -220,193 +332,31 @@ int wlk__fast_release(struct wlk_lock *l)
 	struct wlk_manager *m = l->m;
 	struct wlk__bucket *b = m->b;
 	struct wlk_seg_name *n = wlk__name(b, l->fast_name);
-	uint64_t held = WLK_FAST(l->fast_ngen, 1, l->slot + 1, l->gen);
+	uint64_t on = WLK_FAST(l->fast_ngen, 1, 0, 0);
+	uint64_t held = on | who(l->slot, l->gen, l->mode);
+	uint64_t f, w = 0;
 
 	/* The whole gen first: the fast word has only its low bits, and a
 	 * stale handle (its manager closed) must not match a reused slot. */
 	if (wlk__word_load(&wlk__req(b, l->slot)->word) !=
-		    WLK_WORD(l->gen, WLK_SLOT_FAST) ||
-	    uatomic_cmpxchg(&n->fast, held, WLK_FAST(l->fast_ngen, 1, 0, 0)) !=
-		    held)
+	    WLK_WORD(l->gen, WLK_SLOT_FAST))
 		return 1;
-	wlk__word_store(&wlk__req(b, l->slot)->word,
-			WLK_WORD(l->gen, WLK_SLOT_RESERVED));
-	uatomic_set(&m->lanes[l->lane].state, WLK_LANE_READY);
+	f = uatomic_cmpxchg(&n->fast, held, on);
+	if (f == (held | WLK_FAST_WAIT)) {
+		/* WAIT is set after the claim, and the claim stays until
+		 * the handoff (or an inflation, which clears ON first). */
+		w = uatomic_read(&n->waiter);
+		if (!WLK_FAST_HOLDER1(w) || (w & ~WLK_FAST_WHO_MASK) ||
+		    uatomic_cmpxchg(&n->fast, f, on | w) != f)
+			return 1;
+		WLK_FAILPOINT(fast_handoff_mid);
+		/* The waiter holds now; clear its claim for the next one
+		 * (a CAS: the mutex side may have cleared it already). */
+		uatomic_cmpxchg(&n->waiter, w, 0);
+	} else if (f != held) {
+		return 1;
+	}
+	slot_unclaim(m, l);
+	l->fast = false;
 	return 0;
-}
-
-/*
- * wlk__fast_discard() - a fast lane's slot whose manager was closed while
- * it was in use: free it, unless it went already or is a held lock.
- */
-void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)
-{
-	struct wlk_seg_request *r = wlk__req(b, s);
-	struct wlk__wake wake;
-	uint32_t w;
-
-	if (wlk__lock(b, &wake))
-		return;
-	w = r->word;
-	if (w == WLK_WORD(g, WLK_SLOT_RESERVED))
-		wlk__req_reclaim(b, s, w);
-	else if (w == WLK_WORD(g, WLK_SLOT_FAST) &&
-		 (r->name >= b->geo.max_names ||
-		  !wlk__fast_holds(b, r->name, s)))
-		wlk__req_free(b, s);
-	wlk__unlock(b, &wake);
-}
-
-/*
- * The request slot fast word @f of name @ni names as its holder, if that
- * slot really is the name's fast holder (claimed, for this name and gen);
- * else WLK_NIL. A slot freed under its holder (a dead client) holds
- * nothing.
- */
-static uint32_t holder_of(struct wlk__bucket *b, uint32_t ni, uint64_t f)
-{
-	uint32_t ngen = WLK_WORD_GEN(wlk__name(b, ni)->word), s;
-	struct wlk_seg_request *r;
-
-	if (!WLK_FAST_HOLDER1(f) || WLK_FAST_NGEN(f) != ngen)
-		return WLK_NIL;
-	s = WLK_FAST_HOLDER1(f) - 1;
-	if (s >= b->geo.max_requests)
-		return WLK_NIL;
-	r = wlk__req(b, s);
-	if (WLK_WORD_STATE(r->word) != WLK_SLOT_FAST ||
-	    (WLK_WORD_GEN(r->word) & WLK_FAST_SGEN_MASK) != WLK_FAST_SGEN(f) ||
-	    r->name != ni || r->name_gen != ngen || r->mode > WLK_SHARED)
-		return WLK_NIL;
-	return s;
-}
-
-/*
- * wlk__fast_off() - under the mutex: clear ON in @ni's fast word, racing
- * only with fast paths, which CAS too (each failed CAS here is one of
- * theirs that succeeded). Return: the name's fast holder (holder_of()),
- * or WLK_NIL. The holder bits stay until the caller stores the word OFF.
- */
-uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni)
-{
-	struct wlk_seg_name *n = wlk__name(b, ni);
-	uint32_t ngen = WLK_WORD_GEN(n->word);
-	uint64_t f = fast_load(&n->fast);
-
-	while (f & WLK_FAST_ON) {
-		uint64_t seen;
-
-		if (WLK_FAST_NGEN(f) != ngen)
-			return WLK_NIL; /* not this entry's: no holder */
-		seen = uatomic_cmpxchg(&n->fast, f, f & ~WLK_FAST_ON);
-		if (seen == f)
-			break;
-		f = seen;
-	}
-	return holder_of(b, ni, f);
-}
-
-/*
- * wlk__name_inflate() - under the mutex: turn @ni's fast path off, making a
- * fast holder an ordinary held request. Idempotent. Return: 0 or
- * WLK_ECORRUPT.
- */
-int wlk__name_inflate(struct wlk__bucket *b, uint32_t ni)
-{
-	struct wlk_seg_name *n = wlk__name(b, ni);
-	uint32_t s = wlk__fast_off(b, ni);
-	int rc = 0;
-
-	if (s != WLK_NIL) {
-		rc = wlk__name_touch(b, ni);
-		if (!rc)
-			rc = wlk__adopt(b, n, s);
-	}
-	/* Stored only if it changes: fast paths elsewhere read this line. */
-	if (!rc && uatomic_read(&n->fast) !=
-			   WLK_FAST(WLK_WORD_GEN(n->word), 0, 0, 0))
-		uatomic_set(&n->fast,
-			    WLK_FAST(WLK_WORD_GEN(n->word), 0, 0, 0));
-	return rc;
-}
-
-/* Under the mutex: @ni has neither held set nor queue; let the fast path
- * have it. */
-void wlk__name_deflate(struct wlk__bucket *b, uint32_t ni)
-{
-	struct wlk_seg_name *n = wlk__name(b, ni);
-
-	uatomic_set(&n->fast, WLK_FAST(WLK_WORD_GEN(n->word), 1, 0, 0));
-}
-
-/* Under the mutex: whether request @ri holds name @ni by its fast word. */
-bool wlk__fast_holds(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
-{
-	return holder_of(b, ni, fast_load(&wlk__name(b, ni)->fast)) == ri;
-}
-
-/*
- * wlk__stash_fill() - under the mutex: put one free request slot in an
- * empty lane of @m, while the table is less than three quarters full.
- */
-void wlk__stash_fill(struct wlk_manager *m)
-{
-	struct wlk__bucket *b = m->b;
-	struct wlk_seg_header *h = b->hdr;
-	struct wlk_seg_request *r;
-	struct wlk__lane *lane = NULL;
-	uint32_t ri;
-
-	/* Plain reads first: the lanes are usually all full, and a CAS
-	 * here would be time the other processes wait for the mutex. */
-	for (unsigned int i = 0; i < WLK_LANES && !lane; i++)
-		if (uatomic_read(&m->lanes[i].state) == WLK_LANE_EMPTY &&
-		    uatomic_cmpxchg(&m->lanes[i].state, WLK_LANE_EMPTY,
-				    WLK_LANE_BUSY) == WLK_LANE_EMPTY)
-			lane = &m->lanes[i];
-	if (!lane)
-		return;
-	if (h->n_requests >= b->geo.max_requests - b->geo.max_requests / 4) {
-		uatomic_set(&lane->state, WLK_LANE_EMPTY);
-		return;
-	}
-	ri = wlk__req_alloc(b);
-	if (ri == WLK_NIL) {
-		uatomic_set(&lane->state, WLK_LANE_EMPTY);
-		return;
-	}
-	r = wlk__req(b, ri);
-	r->mode = WLK_EXCLUSIVE;
-	r->flags = 0;
-	r->sleeping = 0;
-	r->client = m->client;
-	r->client_gen = m->client_gen;
-	r->name = WLK_NIL;
-	r->name_gen = 0;
-	r->seq = r->token = 0;
-	r->enq_ns = r->grant_ns = 0;
-	r->prev = r->next = WLK_NIL;
-	lane->slot = ri;
-	lane->gen = WLK_WORD_GEN(r->word);
-	wlk__word_store(&r->word, WLK_WORD(lane->gen, WLK_SLOT_RESERVED));
-	uatomic_set(&lane->state, WLK_LANE_READY);
-}
-
-/*
- * wlk__stash_reclaim() - under the mutex, with the free list empty: take
- * back the slots clients keep in reserve. Return: how many.
- */
-uint32_t wlk__stash_reclaim(struct wlk__bucket *b)
-{
-	uint32_t got = 0;
-
-	for (uint32_t ri = 0; ri < b->geo.max_requests; ri++) {
-		struct wlk_seg_request *r = wlk__req(b, ri);
-		uint32_t w = uatomic_read(&r->word);
-
-		if (WLK_WORD_STATE(w) == WLK_SLOT_RESERVED &&
-		    wlk__req_reclaim(b, ri, w))
-			got++;
-	}
-	return got;
 }

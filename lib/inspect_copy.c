@@ -124,19 +124,38 @@ static int copy_list(struct wlk__bucket *b, struct snap *s, uint32_t head,
 	return 0;
 }
 
-/* A lock held through the name's fast word (layout.h, FAST PATH). */
+/* A fast word's holder or waiter part @who, if it names a FAST slot. */
+static uint32_t fast_slot(struct wlk__bucket *b, uint64_t who)
+{
+	uint32_t s1 = WLK_FAST_HOLDER1(who);
+
+	if (!s1 || s1 - 1 >= b->geo.max_requests ||
+	    WLK_WORD_STATE(load32(&wlk__req(b, s1 - 1)->word)) !=
+		    WLK_SLOT_FAST)
+		return WLK_NIL;
+	return s1 - 1;
+}
+
+/* A lock held through the name's fast word (layout.h, FAST PATH), and the
+ * request waiting by it. */
 static int copy_fast(struct wlk__bucket *b, struct snap *s, uint32_t ni,
 		     size_t off, uint32_t len)
 {
-	uint64_t f = uatomic_read(&wlk__name(b, ni)->fast);
-	uint32_t h1 = WLK_FAST_HOLDER1(f);
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint64_t f = uatomic_read(&n->fast);
+	uint32_t h = fast_slot(b, f), w = WLK_NIL;
+	int rc;
 
-	if (!h1 || h1 - 1 >= b->geo.max_requests ||
-	    WLK_WORD_STATE(load32(&wlk__req(b, h1 - 1)->word)) !=
-		    WLK_SLOT_FAST)
+	if (h == WLK_NIL)
 		return 0;
+	if (f & WLK_FAST_WAIT)
+		w = fast_slot(b, uatomic_read(&n->waiter));
 	s->spare--; /* counted among the reserved, but it is held */
-	return add_req(b, s, h1 - 1, off, len, WLK_REQ_HELD, 0);
+	rc = add_req(b, s, h, off, len, WLK_REQ_HELD, 0);
+	if (rc || w == WLK_NIL || w == h)
+		return rc;
+	s->spare--; /* and this one waits */
+	return add_req(b, s, w, off, len, WLK_REQ_PENDING, 0);
 }
 
 static int copy_names(struct wlk__bucket *b, struct snap *s)

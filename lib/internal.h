@@ -121,7 +121,6 @@ struct wlk__bucket {
  */
 #define WLK_LANES 4
 enum { WLK_LANE_EMPTY = 0, WLK_LANE_READY = 1, WLK_LANE_BUSY = 2 };
-#define WLK_COOL_SLOTS 16
 struct wlk__lane {
 	uint32_t state; /* [A] */
 	uint32_t slot;
@@ -141,9 +140,6 @@ struct wlk_manager {
 	pthread_mutex_t amu;     /* guards actx and what hangs off it */
 	struct wlk__actx *actx;  /* async state (async.c), NULL until used */
 	struct wlk__lane lanes[WLK_LANES];
-	/* Per name hash: until when (coarse clock) not to try the fast
-	 * path, having found the name contended; 0: try. */
-	uint64_t cool[WLK_COOL_SLOTS];
 };
 
 /* struct wlk_lock: a granted request, owned by the caller. */
@@ -354,22 +350,20 @@ int wlk__bucket_get(const char *origin, const struct wlk_manager_options *o,
 void wlk__bucket_put(struct wlk__bucket *b) WLK_INTERNAL;
 unsigned long wlk__fork_gen(void) WLK_INTERNAL;
 
-/*
- * How long a name a request had to wait for stays off the fast path
- * (layout.h, FAST PATH): longer than a waiter takes to re-request it, so
- * that two processes taking turns keep their FIFO order. Timed with the
- * coarse clock, whose ticks are a few milliseconds.
- */
-#define WLK_FAST_COOL_NS (20ull * 1000 * 1000)
-
-/* fast.c: acquire and release without the mutex, and its mutex side. */
-int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l) WLK_INTERNAL;
+/* fast.c, inflate.c: the fast path (layout.h, FAST PATH) and its mutex side. */
+int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l,
+		      bool may_wait) WLK_INTERNAL;
+int wlk__fast_await(struct wlk_manager *m, struct wlk_lock *l) WLK_INTERNAL;
 int wlk__fast_release(struct wlk_lock *l) WLK_INTERNAL;
 struct wlk__lane *wlk__lane_take(struct wlk_manager *m) WLK_INTERNAL;
 void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)
 	WLK_INTERNAL;
-uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
+uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni, uint32_t *waiter)
+	WLK_INTERNAL;
+void wlk__fast_unclaim(struct wlk__bucket *b, uint32_t ri) WLK_INTERNAL;
 int wlk__name_inflate(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
+bool wlk__fast_waits(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
+	WLK_INTERNAL;
 void wlk__name_deflate(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
 bool wlk__fast_holds(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
 	WLK_INTERNAL;
@@ -439,6 +433,8 @@ int wlk__ungrant(struct wlk__bucket *b, struct wlk_seg_name *n,
 		 uint32_t ri) WLK_INTERNAL;
 int wlk__adopt(struct wlk__bucket *b, struct wlk_seg_name *n,
 	       uint32_t ri) WLK_INTERNAL;
+int wlk__adopt_waiter(struct wlk__bucket *b, struct wlk_seg_name *n,
+		      uint32_t ri) WLK_INTERNAL;
 int wlk__steal(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 	       struct wlk__wake *wake) WLK_INTERNAL;
 void wlk__drop_client(struct wlk__bucket *b, uint32_t c, bool dead,

@@ -61,7 +61,7 @@
 #include <stdint.h>
 
 /* Bump on any change to this file; it is part of the segment name too. */
-#define WLK_LAYOUT_VERSION 4u
+#define WLK_LAYOUT_VERSION 5u
 #define WLK_SEG_MAGIC "WEBLOCKS"
 #define WLK_SEG_MAGIC_LEN 8
 #define WLK_CACHELINE 64u
@@ -96,31 +96,48 @@ enum wlk_slot_state {
 
 /*
  * FAST PATH (fast.c). An uncontended acquire and its release need not take
- * the segment mutex. Each name entry has a 64-bit fast word:
+ * the segment mutex, nor a handoff between two requests. Each name entry
+ * has a 64-bit fast word:
  *
- *     63..35 name gen (29 bits)  34 ON  33..11 holder slot + 1  10..0 its gen
+ *   63..35 name gen (29 bits)  34 ON  33 WAIT  32 SHARED
+ *   31..9 holder slot + 1      8..0 its gen
  *
  * ON means the name's mutex-side state is empty (no held set, no queue) and
  * the fast path may take it: a client CASes ON|gen|0 to ON|gen|holder, with
  * holder a request slot it keeps in reserve (RESERVED, client set under the
- * mutex) and has claimed (CAS to FAST, then name/mode filled). The holder
- * releases by CASing the holder back to 0. Anything under the mutex that
- * needs the name first inflates it: CAS ON off (holder kept), turn the
- * holder's slot into an ordinary HELD request, then clear the holder. With
- * ON clear, the fast path fails and callers take the mutex. A name is
- * deflated (ON set) when its held set and queue become empty, unless a
- * request had to wait for it recently (waited_ns): a contended name stays
- * on the mutex path, whose queue is FIFO, rather than let a holder that
- * releases and re-takes it by the fast path overtake a waiter on its way. A fast word
- * with ON clear and a holder is an inflation a dead process left halfway:
- * recovery finishes it. The holder's slot-gen bits make a stale handle's
- * release CAS fail after the slot was reused.
+ * mutex) and has claimed (CAS to FAST, then name/mode filled); SHARED is
+ * the holder's mode. The holder releases by CASing the holder back to 0.
+ *
+ * One request may wait behind the holder without the mutex (a fast
+ * waiter): it claims the name's waiter word (CAS 0 to its slot + 1, gen
+ * and SHARED, same bits as the fast word) and then sets WAIT in the fast
+ * word by CAS. A claim without WAIT is nobody's turn yet: an enlisting
+ * request, or one that died or gave up before WAIT. With WAIT set, the
+ * holder's release is a handoff: one CAS makes the waiter the holder and
+ * clears WAIT; the old holder then clears the waiter word. The waiter
+ * spins on the fast word until it holds, or until ON clears.
+ *
+ * Anything under the mutex that needs the name first inflates it: CAS ON
+ * off (holder and WAIT kept), turn the holder's slot into an ordinary HELD
+ * request and the waiter's (if WAIT) into the queue's only PENDING one,
+ * then store the word OFF and clear the waiter word. With ON clear the fast
+ * path fails and callers take the mutex. A name is deflated (ON set) when
+ * its held set and queue become empty. A fast word with ON clear and a
+ * holder is an inflation a dead process left halfway: recovery finishes
+ * it. The slot-gen bits make a stale handle's release CAS fail after the
+ * slot was reused.
  */
 #define WLK_FAST_GEN_SHIFT 35u
 #define WLK_FAST_ON (1ull << 34)
-#define WLK_FAST_HOLDER_SHIFT 11u
+#define WLK_FAST_WAIT (1ull << 33)
+#define WLK_FAST_SHARED (1ull << 32)
+#define WLK_FAST_HOLDER_SHIFT 9u
 #define WLK_FAST_HOLDER_MASK ((1ull << 23) - 1u)
 #define WLK_FAST_SGEN_MASK ((1ull << WLK_FAST_HOLDER_SHIFT) - 1u)
+/* The holder or waiter part: slot + 1, its gen, SHARED. */
+#define WLK_FAST_WHO_MASK                                                     \
+	(WLK_FAST_SHARED | (WLK_FAST_HOLDER_MASK << WLK_FAST_HOLDER_SHIFT) |  \
+	 WLK_FAST_SGEN_MASK)
 #define WLK_FAST(ngen, on, slot1, sgen)                                       \
 	(((uint64_t)(ngen) << WLK_FAST_GEN_SHIFT) | ((on) ? WLK_FAST_ON : 0) | \
 	 ((uint64_t)(slot1) << WLK_FAST_HOLDER_SHIFT) |                        \
@@ -259,18 +276,20 @@ struct wlk_seg_client {
  * name finds it ready. Idle entries are on an LRU list and are taken over
  * when a new name finds the free list empty. An idle entry may still be
  * held through its fast word (FAST PATH); eviction inflates it first.
- * The first line is what finding the name reads, and the fast word; in
- * steady use only the fast path writes it, so that under contention it
- * stays in both CPUs' caches. The second line is what a request changes,
- * and the fencing token, which a fast acquire bumps too.
+ * The first line is what finding the name reads and what the fast path
+ * writes: two processes trading the name by the fast path (a handoff per
+ * grant) move this one line between them, token included. The second line
+ * is what a request changes under the mutex.
  */
 struct wlk_seg_name {
 	uint32_t word;      /* [M][A] gen | FREE/USED */
 	uint32_t len;       /* [M] <= max_name_len */
 	uint64_t hash;      /* [M] SipHash of the bytes, keyed by seg_key */
 	uint64_t fast;      /* [A] FAST PATH word */
+	uint64_t waiter;    /* [A] FAST PATH: the fast waiter's claim, or 0 */
+	uint64_t token;     /* [A] last fencing token given for this name */
 	uint32_t chain;     /* [D][A] next in hash chain, or in the free list */
-	uint8_t pad0[36];
+	uint8_t pad0[20];
 	uint32_t q_head;    /* [D] pending queue, in request order */
 	uint32_t q_tail;    /* [D] */
 	uint32_t h_head;    /* [D] held list */
@@ -281,9 +300,7 @@ struct wlk_seg_name {
 	uint32_t idle_prev; /* [D] idle list links, WLK_NIL when not idle */
 	uint32_t idle_next; /* [D] */
 	uint32_t pad1;
-	uint64_t waited_ns; /* [M] CLOCK_MONOTONIC_COARSE when a request last
-			     * had to wait: FAST PATH stays off a while */
-	uint64_t token;     /* [A] last fencing token given for this name */
+	uint64_t pad2[2];
 	uint64_t seq;       /* [M] request order: last one used */
 	/* followed by max_name_len bytes, padded to name_stride */
 };

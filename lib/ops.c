@@ -240,30 +240,37 @@ int wlk__abort_request(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 
 /*
  * The slots a client keeps for the fast path (layout.h, FAST PATH): a
- * reserved one is freed; one its fast path claimed is a held lock if its
- * name's fast word says so (inflated, then released like any other), and
- * otherwise an acquire in flight, which only a dead owner leaves behind: a
- * live owner finds its client gone and discards the slot itself.
+ * reserved one is freed; one its fast path claimed is a held lock or a
+ * waiting request if its name's fast word says so (inflated, then released
+ * or aborted like any other), and otherwise an acquire in flight, which
+ * only a dead owner leaves behind: a live owner finds its client gone and
+ * discards the slot itself.
  */
 static void drop_fast(struct wlk__bucket *b, uint32_t ri, uint32_t w,
 		      bool dead, struct wlk__wake *wake)
 {
 	struct wlk_seg_request *r = wlk__req(b, ri);
-	uint32_t ni = r->name;
+	uint32_t ni = r->name, now;
 
 	if (WLK_WORD_STATE(w) == WLK_SLOT_RESERVED) {
 		wlk__req_reclaim(b, ri, w);
 		return;
 	}
-	if (ni < b->geo.max_names && wlk__fast_holds(b, ni, ri)) {
-		if (wlk__name_inflate(b, ni) == 0 &&
-		    wlk__req(b, ri)->word == WLK_WORD(WLK_WORD_GEN(w),
-						      WLK_SLOT_HELD))
+	if (ni < b->geo.max_names && (wlk__fast_holds(b, ni, ri) ||
+				      wlk__fast_waits(b, ni, ri))) {
+		if (wlk__name_inflate(b, ni))
+			return;
+		now = wlk__req(b, ri)->word;
+		if (now == WLK_WORD(WLK_WORD_GEN(w), WLK_SLOT_HELD))
 			unhold(b, ri, wake);
+		else if (now == WLK_WORD(WLK_WORD_GEN(w), WLK_SLOT_PENDING))
+			unqueue(b, ri, wake);
 		return;
 	}
-	if (dead)
+	if (dead) {
+		wlk__fast_unclaim(b, ri);
 		wlk__req_free(b, ri);
+	}
 }
 
 /*

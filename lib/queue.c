@@ -199,6 +199,28 @@ int wlk__adopt(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
 	return 0;
 }
 
+/*
+ * wlk__adopt_waiter() - a name's fast waiter (FAST, in no list) becomes an
+ * ordinary pending request at the tail of the queue (the queue is empty
+ * when a name is inflated: its waiter is the first in it).
+ */
+int wlk__adopt_waiter(struct wlk__bucket *b, struct wlk_seg_name *n,
+		      uint32_t ri)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+	int rc = list_append(b, queue_of(n), ri);
+
+	if (rc)
+		return rc;
+	n->n_pending++;
+	r->seq = ++n->seq;
+	r->sleeping = 0;
+	r->flags = 0;
+	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
+					   WLK_SLOT_PENDING));
+	return 0;
+}
+
 /* Remove a held request from the held set (it stays allocated). */
 int wlk__ungrant(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
 {
@@ -347,10 +369,7 @@ int wlk__enqueue(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 	if (rc)
 		return rc;
 	n->n_pending++;
-	rc = wlk__process_queue(b, ni, wake);
-	if (!rc && WLK_WORD_STATE(wlk__req(b, ri)->word) == WLK_SLOT_PENDING)
-		n->waited_ns = wlk__stamp_ns();
-	return rc;
+	return wlk__process_queue(b, ni, wake);
 }
 
 /* Take a pending request out of its name's queue. */

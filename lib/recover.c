@@ -138,30 +138,41 @@ static void held_insert(struct wlk__bucket *b, struct wlk_seg_name *n,
 		n->n_excl++;
 }
 
+/* A fast holder or waiter @s of a live client becomes HELD or PENDING. */
+static void rebuild_one(struct wlk__bucket *b, struct wlk_seg_name *n,
+			uint32_t s, uint32_t state)
+{
+	struct wlk_seg_request *r;
+
+	if (s == WLK_NIL)
+		return;
+	r = wlk__req(b, s);
+	if (!wlk__client_live(b, r->client, r->client_gen))
+		return;
+	r->seq = ++n->seq;
+	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word), state));
+}
+
 /*
- * Fast words: every fast holder becomes an ordinary held request, linked
- * below with the others (so an inflation a dead process left halfway is
- * finished), and every fast path is turned off; idle names get theirs back
- * once the lists are rebuilt. Live fast paths race with this: CAS.
+ * Fast words: every fast holder becomes an ordinary held request and every
+ * fast waiter a pending one after it, linked below with the others (so an
+ * inflation a dead process left halfway is finished), and every fast path
+ * is turned off; idle names get theirs back once the lists are rebuilt.
+ * Live fast paths race with this: CAS. A waiter whose holder is gone is
+ * granted when the queues are processed.
  */
 static void rebuild_fast(struct wlk__bucket *b)
 {
 	for (uint32_t i = 0; i < b->geo.max_names; i++) {
 		struct wlk_seg_name *n = wlk__name(b, i);
-		uint32_t s = WLK_NIL;
+		uint32_t s = WLK_NIL, w = WLK_NIL;
 
 		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED)
-			s = wlk__fast_off(b, i);
-		if (s != WLK_NIL &&
-		    wlk__client_live(b, wlk__req(b, s)->client,
-				     wlk__req(b, s)->client_gen)) {
-			wlk__req(b, s)->seq = ++n->seq;
-			wlk__word_store(&wlk__req(b, s)->word,
-					WLK_WORD(WLK_WORD_GEN(
-							 wlk__req(b, s)->word),
-						 WLK_SLOT_HELD));
-		}
+			s = wlk__fast_off(b, i, &w);
+		rebuild_one(b, n, s, WLK_SLOT_HELD);
+		rebuild_one(b, n, w, WLK_SLOT_PENDING);
 		uatomic_set(&n->fast, WLK_FAST(WLK_WORD_GEN(n->word), 0, 0, 0));
+		uatomic_set(&n->waiter, 0);
 	}
 }
 

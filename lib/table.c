@@ -120,13 +120,12 @@ int wlk__name_touch(struct wlk__bucket *b, uint32_t ni)
 
 /*
  * wlk__name_settle() - a name with neither held set nor queue goes back to
- * the fast path, unless a request had to wait for it lately.
+ * the fast path. (Two processes taking turns keep their FIFO order there
+ * too: the one that finds the name held waits as its fast waiter.)
  */
 void wlk__name_settle(struct wlk__bucket *b, uint32_t ni)
 {
-	struct wlk_seg_name *n = wlk__name(b, ni);
-
-	if (idle(n) && wlk__stamp_ns() - n->waited_ns >= WLK_FAST_COOL_NS)
+	if (idle(wlk__name(b, ni)))
 		wlk__name_deflate(b, ni);
 }
 
@@ -213,7 +212,7 @@ int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 	n->len = len;
 	n->hash = hash;
 	n->token = h->next_token;
-	n->waited_ns = 0;
+	n->waiter = 0;
 	n->seq = 0;
 	uatomic_set(&n->fast, WLK_FAST(WLK_WORD_GEN(n->word), 0, 0, 0));
 	memcpy(wlk__name_bytes(n), name, len);

@@ -197,12 +197,12 @@ static void check_fast(struct vctx *v, uint32_t ni, bool idle)
 	struct wlk__bucket *b = v->b;
 	struct wlk_seg_name *n = wlk__name(b, ni);
 	uint64_t f = uatomic_read(&n->fast);
-	uint32_t h1 = WLK_FAST_HOLDER1(f);
+	uint32_t h1 = WLK_FAST_HOLDER1(f), w1;
 
 	if (WLK_FAST_NGEN(f) != WLK_WORD_GEN(n->word))
 		bad(v, "name %u: fast word of gen %u, name gen %u", ni,
 		    WLK_FAST_NGEN(f), WLK_WORD_GEN(n->word));
-	/* Off while idle is allowed: a contended name cools down first. */
+	/* Off while idle is allowed: a name is deflated when a request goes. */
 	if (!(f & WLK_FAST_ON)) {
 		if (h1)
 			bad(v, "name %u: fast path off with holder %u", ni,
@@ -216,6 +216,16 @@ static void check_fast(struct vctx *v, uint32_t ni, bool idle)
 		    h1 - 1);
 	else if (h1 && v->fast_seen[h1 - 1]++)
 		bad(v, "request %u: fast holder of two names", h1 - 1);
+	if (!(f & WLK_FAST_WAIT))
+		return;
+	w1 = WLK_FAST_HOLDER1(uatomic_read(&n->waiter));
+	if (!h1)
+		bad(v, "name %u: a fast waiter but no holder", ni);
+	if (!w1 || !wlk__fast_waits(b, ni, w1 - 1))
+		bad(v, "name %u: fast waiter %u is not its fast request", ni,
+		    w1 - 1);
+	else if (v->fast_seen[w1 - 1]++)
+		bad(v, "request %u: fast holder or waiter twice", w1 - 1);
 }
 
 static void check_name(struct vctx *v, uint32_t ni, uint64_t *bytes)
