@@ -197,14 +197,28 @@ static void slot_unclaim(struct wlk_manager *m, struct wlk_lock *l)
 	uatomic_set(&lane->state, WLK_LANE_READY);
 }
 
-/* The fast word changed hands to @l: take a fencing token. */
+/*
+ * wlk__token_give() - give the lock in request @r of name @n its fencing
+ * token, unless it has one: the fast path's thread and an inflation under
+ * the mutex may both try, and the first one wins.
+ * Return: the token.
+ */
+uint64_t wlk__token_give(struct wlk_seg_name *n, struct wlk_seg_request *r)
+{
+	uint64_t t = uatomic_read(&r->token), seen;
+
+	if (t)
+		return t;
+	t = uatomic_add_return(&n->token, 1);
+	seen = uatomic_cmpxchg(&r->token, 0, t);
+	return seen ? seen : t;
+}
+
+/* The fast word changed hands to @l: its fencing token. */
 static void granted(struct wlk__bucket *b, struct wlk_lock *l)
 {
-	struct wlk_seg_name *n = wlk__name(b, l->fast_name);
-	struct wlk_seg_request *r = wlk__req(b, l->slot);
-
-	l->token = uatomic_add_return(&n->token, 1);
-	uatomic_set(&r->token, l->token);
+	l->token = wlk__token_give(wlk__name(b, l->fast_name),
+				   wlk__req(b, l->slot));
 	l->fast = true;
 }
 

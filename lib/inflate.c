@@ -126,20 +126,6 @@ static void waiter_clear(struct wlk__bucket *b, uint32_t ni)
 }
 
 /*
- * The fast waiter @w of a name whose holder went (its slot was freed
- * under it): its turn has come, as an ordinary held request.
- */
-static int adopt_as_holder(struct wlk__bucket *b, struct wlk_seg_name *n,
-			   uint32_t w)
-{
-	int rc = wlk__adopt(b, n, w);
-
-	if (!rc)
-		wlk__req(b, w)->token = uatomic_add_return(&n->token, 1);
-	return rc;
-}
-
-/*
  * wlk__name_inflate() - under the mutex: turn @ni's fast path off, making a
  * fast holder an ordinary held request and a fast waiter the first of the
  * queue. Idempotent. Return: 0 or WLK_ECORRUPT.
@@ -155,8 +141,10 @@ int wlk__name_inflate(struct wlk__bucket *b, uint32_t ni)
 	if (!rc && s != WLK_NIL)
 		rc = wlk__adopt(b, n, s);
 	if (!rc && w != WLK_NIL)
+		/* A waiter whose holder's slot was freed under it (a dead
+		 * client): its turn has come. */
 		rc = s != WLK_NIL ? wlk__adopt_waiter(b, n, w)
-				  : adopt_as_holder(b, n, w);
+				  : wlk__adopt(b, n, w);
 	if (rc)
 		return rc;
 	waiter_clear(b, ni);
@@ -172,8 +160,12 @@ int wlk__name_inflate(struct wlk__bucket *b, uint32_t ni)
 void wlk__name_deflate(struct wlk__bucket *b, uint32_t ni)
 {
 	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t ngen = WLK_WORD_GEN(n->word);
 
-	uatomic_set(&n->fast, WLK_FAST(WLK_WORD_GEN(n->word), 1, 0, 0));
+	/* Only from OFF: a grant through the fast word may have put a
+	 * holder there already (queue.c). */
+	uatomic_cmpxchg(&n->fast, WLK_FAST(ngen, 0, 0, 0),
+			WLK_FAST(ngen, 1, 0, 0));
 }
 
 /* Under the mutex: whether request @ri holds name @ni by its fast word. */

@@ -354,6 +354,8 @@ unsigned long wlk__fork_gen(void) WLK_INTERNAL;
 int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l,
 		      bool may_wait) WLK_INTERNAL;
 int wlk__fast_await(struct wlk_manager *m, struct wlk_lock *l) WLK_INTERNAL;
+uint64_t wlk__token_give(struct wlk_seg_name *n, struct wlk_seg_request *r)
+	WLK_INTERNAL;
 int wlk__fast_release(struct wlk_lock *l) WLK_INTERNAL;
 struct wlk__lane *wlk__lane_take(struct wlk_manager *m) WLK_INTERNAL;
 void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)

@@ -149,6 +149,9 @@ enum wlk_slot_state {
 
 /* wlk_seg_request.flags */
 #define WLK_REQF_ASYNC 0x1u /* its waiter polls a doorbell, not the word */
+#define WLK_REQF_LANE 0x2u  /* a blocking request in a slot its client keeps
+			     * for the fast path: may be granted through the
+			     * name's fast word (FAST, not HELD) */
 
 /* wlk_seg_header.seg_state */
 enum wlk_seg_state {
@@ -319,7 +322,7 @@ struct wlk_seg_request {
 	uint32_t prev;       /* [D] queue or held list links */
 	uint32_t next;       /* [D] also the free list */
 	uint64_t seq;        /* [M] request order */
-	uint64_t token;      /* [M] fencing token once granted */
+	uint64_t token;      /* [A] fencing token once granted (wlk__token_give) */
 	uint64_t enq_ns;     /* [M] CLOCK_MONOTONIC at request (diagnostics) */
 	uint64_t grant_ns;   /* [M] CLOCK_MONOTONIC at grant (diagnostics) */
 };

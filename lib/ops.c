@@ -54,7 +54,14 @@ static void request_fill(struct wlk__bucket *b, uint32_t ri, uint32_t ni,
 	struct wlk_seg_request *r = wlk__req(b, ri);
 
 	r->mode = (uint8_t)e->mode;
-	r->flags = e->flags;
+	/* A blocking request in a lane's slot may be granted through the
+	 * fast word; a steal is granted as it is, with the holders it
+	 * stole from beside it. */
+	r->flags = (uint8_t)(e->flags |
+			     (e->own == ri && !e->steal &&
+					      !(e->flags & WLK_REQF_ASYNC)
+				      ? WLK_REQF_LANE
+				      : 0));
 	r->sleeping = 0;
 	r->client = e->client;
 	r->client_gen = e->client_gen;
@@ -219,7 +226,7 @@ int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 /*
  * wlk__abort_request() - spec 4.3 "abort the request", if it is still
  * pending. Return: 0 if it was pending and is gone; 1 if it was granted
- * meanwhile (held or stolen; the caller owns it); WLK_ESTATE if the slot is
+ * meanwhile (held, stolen or fast; the caller owns it); WLK_ESTATE if the slot is
  * no longer ours; WLK_ECORRUPT.
  */
 int wlk__abort_request(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
@@ -232,8 +239,10 @@ int wlk__abort_request(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 	w = wlk__req(b, ri)->word;
 	if (w == WLK_WORD(gen, WLK_SLOT_PENDING))
 		return unqueue(b, ri, wake);
+	/* FAST: granted through the fast word (queue.c). */
 	if (w == WLK_WORD(gen, WLK_SLOT_HELD) ||
-	    w == WLK_WORD(gen, WLK_SLOT_STOLEN))
+	    w == WLK_WORD(gen, WLK_SLOT_STOLEN) ||
+	    w == WLK_WORD(gen, WLK_SLOT_FAST))
 		return 1;
 	return WLK_ESTATE;
 }

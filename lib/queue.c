@@ -181,8 +181,39 @@ static int grant(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 }
 
 /*
+ * Grant the last request of a name that nobody else holds through the
+ * name's fast word (layout.h, FAST PATH): the name goes back to the fast
+ * path at once, held, and its holder's thread (request.c) releases it
+ * there, or hands it to a fast waiter. Two processes taking turns on a
+ * name thus leave the mutex as soon as one of them finds it free.
+ */
+static int grant_fast(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
+		      struct wlk__wake *wake)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	struct wlk_seg_request *r = wlk__req(b, ri);
+	uint32_t gen = WLK_WORD_GEN(r->word);
+
+	if (n->n_pending)
+		n->n_pending--;
+	r->token = uatomic_add_return(&n->token, 1);
+	r->grant_ns = wlk__stamp_ns();
+	wlk__word_store(&r->word, WLK_WORD(gen, WLK_SLOT_FAST));
+	/* The word publishes the slot's fields to fast paths and inflaters. */
+	uatomic_set(&n->fast,
+		    WLK_FAST(WLK_WORD_GEN(n->word), 1, ri + 1, gen) |
+			    (r->mode == WLK_SHARED ? WLK_FAST_SHARED : 0));
+	wlk__name_put(b, ni);
+	wlk__wake_add(b, wake, ri);
+	return 0;
+}
+
+/*
  * wlk__adopt() - a lock held through the fast path (FAST, in no list)
- * becomes an ordinary held request: its grant and token stand.
+ * becomes an ordinary held request: its grant stands, and so does its
+ * token, which it is given here if it has none yet (fast.c: the fast
+ * path's thread may not have got that far, and a waiter handed the lock
+ * may never look at the fast word again).
  */
 int wlk__adopt(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
 {
@@ -191,6 +222,7 @@ int wlk__adopt(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
 
 	if (rc)
 		return rc;
+	wlk__token_give(n, r);
 	r->seq = ++n->seq;
 	r->sleeping = 0;
 	r->flags = 0;
@@ -215,7 +247,7 @@ int wlk__adopt_waiter(struct wlk__bucket *b, struct wlk_seg_name *n,
 	n->n_pending++;
 	r->seq = ++n->seq;
 	r->sleeping = 0;
-	r->flags = 0;
+	r->flags = WLK_REQF_LANE;
 	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
 					   WLK_SLOT_PENDING));
 	return 0;
@@ -265,6 +297,9 @@ int wlk__process_queue(struct wlk__bucket *b, uint32_t ni,
 		if (!wlk__head_grantable(n, wlk__req(b, ri)->mode))
 			return 0;
 		rc = list_remove(b, queue_of(n), ri);
+		if (!rc && n->q_head == WLK_NIL && n->h_head == WLK_NIL &&
+		    (wlk__req(b, ri)->flags & WLK_REQF_LANE))
+			return grant_fast(b, ni, ri, wake);
 		if (!rc)
 			rc = grant(b, n, ri, wake);
 		if (rc)

@@ -150,6 +150,8 @@ static void rebuild_one(struct wlk__bucket *b, struct wlk_seg_name *n,
 	if (!wlk__client_live(b, r->client, r->client_gen))
 		return;
 	r->seq = ++n->seq;
+	if (state == WLK_SLOT_HELD)
+		wlk__token_give(n, r);
 	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word), state));
 }
 

@@ -300,6 +300,7 @@ static int acquire(struct wlk_manager *m, const char *name, size_t len,
 		   const struct wlk_options *o, struct wlk_lock **out)
 {
 	static const struct wlk_options defaults;
+	struct wlk_seg_request *r;
 	struct wlk_lock *l;
 	bool got = false;
 	int rc;
@@ -335,7 +336,14 @@ static int acquire(struct wlk_manager *m, const char *name, size_t len,
 		*out = NULL;
 		return rc;
 	}
-	l->token = wlk__req(m->b, l->slot)->token;
+	r = wlk__req(m->b, l->slot);
+	l->token = r->token;
+	/* Granted through the fast word (queue.c): released there too. */
+	if (wlk__word_load(&r->word) == WLK_WORD(l->gen, WLK_SLOT_FAST)) {
+		l->fast = true;
+		l->fast_name = r->name;
+		l->fast_ngen = r->name_gen;
+	}
 	*out = l; /* keeps the manager reference taken above */
 	return 0;
 }

@@ -132,7 +132,10 @@ void wlk__name_settle(struct wlk__bucket *b, uint32_t ni)
 /* The last request of a name went: keep the entry, idle. */
 void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
 {
-	if (!idle(wlk__name(b, ni)))
+	struct wlk_seg_name *n = wlk__name(b, ni);
+
+	/* Idempotent: a grant through the fast word (queue.c) puts it too. */
+	if (!idle(n) || n->idle_prev != WLK_NIL || b->hdr->idle_head == ni)
 		return;
 	wlk__idle_append(b, ni);
 	wlk__name_settle(b, ni);

@@ -20,11 +20,18 @@
 #define REPORT_KEPT 64
 #define REPORT_LEN 160
 
+/* How often a name's fast words may move under check_fast() before it
+ * gives up on them (the fast path is busy; nothing to conclude). */
+#define VALIDATE_FAST_TRIES 64
+
 struct vctx {
 	struct wlk__bucket *b;
 	unsigned int count;
 	uint8_t *seen; /* per request slot: listed once */
-	uint8_t *fast_seen; /* per request slot: some name's fast holder */
+	/* Per request slot: the claim (gen bits + 1) seen as some name's
+	 * fast holder or waiter; a lane slot may move on to another name
+	 * while we look, with a new claim. */
+	uint16_t *fast_seen;
 	uint8_t *idle_seen; /* per name slot: on the idle list */
 	char (*msgs)[REPORT_LEN];
 };
@@ -191,41 +198,74 @@ static uint32_t check_list(struct vctx *v, uint32_t ni, bool held,
 	return len;
 }
 
-/* The name's fast word (layout.h, FAST PATH), under the mutex. */
-static void check_fast(struct vctx *v, uint32_t ni, bool idle)
+/* Whether fast word part @who was seen already (on another name). */
+static bool seen_twice(struct vctx *v, uint64_t who)
+{
+	uint32_t s = WLK_FAST_HOLDER1(who) - 1;
+	uint16_t mark = (uint16_t)(WLK_FAST_SGEN(who) + 1);
+
+	if (v->fast_seen[s] == mark)
+		return true;
+	v->fast_seen[s] = mark;
+	return false;
+}
+
+/*
+ * The name's fast word (layout.h, FAST PATH) and waiter word: what is
+ * wrong with them, or NULL. The fast path goes on while we hold the
+ * mutex, so this is believed only if both words stay the same meanwhile
+ * (a slot's gen changes with every claim).
+ */
+static const char *fast_verdict(struct vctx *v, uint32_t ni, bool idle,
+				uint64_t f, uint64_t c)
 {
 	struct wlk__bucket *b = v->b;
-	struct wlk_seg_name *n = wlk__name(b, ni);
-	uint64_t f = uatomic_read(&n->fast);
-	uint32_t h1 = WLK_FAST_HOLDER1(f), w1;
+	uint32_t h1 = WLK_FAST_HOLDER1(f), w1 = WLK_FAST_HOLDER1(c);
 
-	if (WLK_FAST_NGEN(f) != WLK_WORD_GEN(n->word))
-		bad(v, "name %u: fast word of gen %u, name gen %u", ni,
-		    WLK_FAST_NGEN(f), WLK_WORD_GEN(n->word));
+	if (WLK_FAST_NGEN(f) != WLK_WORD_GEN(wlk__name(b, ni)->word))
+		return "fast word of another name gen";
 	/* Off while idle is allowed: a name is deflated when a request goes. */
-	if (!(f & WLK_FAST_ON)) {
-		if (h1)
-			bad(v, "name %u: fast path off with holder %u", ni,
-			    h1 - 1);
+	if (!(f & WLK_FAST_ON))
+		return h1 ? "fast path off with a holder" : NULL;
+	if (!idle)
+		return "fast path on with a held set or queue";
+	if (h1 && !wlk__fast_holds(b, ni, h1 - 1))
+		return "fast holder is not its fast request";
+	if (!(f & WLK_FAST_WAIT))
+		return NULL;
+	if (!h1)
+		return "a fast waiter but no holder";
+	if (!w1 || !wlk__fast_waits(b, ni, w1 - 1))
+		return "fast waiter is not its fast request";
+	return NULL;
+}
+
+static void check_fast(struct vctx *v, uint32_t ni, bool idle)
+{
+	struct wlk_seg_name *n = wlk__name(v->b, ni);
+
+	for (int tries = 0; tries < VALIDATE_FAST_TRIES; tries++) {
+		uint64_t f = uatomic_read(&n->fast);
+		uint64_t c = uatomic_read(&n->waiter);
+		const char *why = fast_verdict(v, ni, idle, f, c);
+
+		cmm_smp_rmb();
+		if (uatomic_read(&n->fast) != f || uatomic_read(&n->waiter) != c)
+			continue; /* it moved: look again */
+		if (why)
+			bad(v, "name %u: %s (fast word %#llx, waiter %#llx)",
+			    ni, why, (unsigned long long)f,
+			    (unsigned long long)c);
+		else if ((f & WLK_FAST_ON) && WLK_FAST_HOLDER1(f) &&
+			 seen_twice(v, f))
+			bad(v, "name %u: fast holder %u of two names", ni,
+			    WLK_FAST_HOLDER1(f) - 1);
+		else if ((f & WLK_FAST_ON) && (f & WLK_FAST_WAIT) &&
+			 seen_twice(v, c))
+			bad(v, "name %u: fast waiter %u of two names", ni,
+			    WLK_FAST_HOLDER1(c) - 1);
 		return;
 	}
-	if (!idle)
-		bad(v, "name %u: fast path on with a held set or queue", ni);
-	if (h1 && !wlk__fast_holds(b, ni, h1 - 1))
-		bad(v, "name %u: fast holder %u is not its fast request", ni,
-		    h1 - 1);
-	else if (h1 && v->fast_seen[h1 - 1]++)
-		bad(v, "request %u: fast holder of two names", h1 - 1);
-	if (!(f & WLK_FAST_WAIT))
-		return;
-	w1 = WLK_FAST_HOLDER1(uatomic_read(&n->waiter));
-	if (!h1)
-		bad(v, "name %u: a fast waiter but no holder", ni);
-	if (!w1 || !wlk__fast_waits(b, ni, w1 - 1))
-		bad(v, "name %u: fast waiter %u is not its fast request", ni,
-		    w1 - 1);
-	else if (v->fast_seen[w1 - 1]++)
-		bad(v, "request %u: fast holder or waiter twice", w1 - 1);
 }
 
 static void check_name(struct vctx *v, uint32_t ni, uint64_t *bytes)
@@ -414,7 +454,7 @@ int wlk__validate(struct wlk__bucket *b, bool lock, wlk_violation_cb cb,
 	int rc;
 
 	v.seen = calloc(b->geo.max_requests, 1);
-	v.fast_seen = calloc(b->geo.max_requests, 1);
+	v.fast_seen = calloc(b->geo.max_requests, sizeof(*v.fast_seen));
 	v.idle_seen = calloc(b->geo.max_names, 1);
 	v.msgs = calloc(REPORT_KEPT, sizeof(*v.msgs));
 	rc = !v.seen || !v.fast_seen || !v.idle_seen || !v.msgs ? -ENOMEM

@@ -92,6 +92,57 @@ static int side_start(struct side *s, struct wlk_manager *m, const char *name,
 	return pthread_create(&s->th, NULL, side_main, s);
 }
 
+/*
+ * Two threads of the script, on two managers, take turns on one name: the
+ * one that finds it held waits as its fast waiter, and a release hands the
+ * name over (lib/fast.c). Enough turns for that to happen many times on a
+ * machine with two CPUs.
+ */
+#define TURNS 50000
+
+struct turner {
+	pthread_t th;
+	struct wlk_manager *m;
+	pthread_barrier_t *go;
+	int rc;
+};
+
+static void *turner_main(void *arg)
+{
+	struct turner *t = arg;
+
+	pthread_barrier_wait(t->go);
+	for (int i = 0; i < TURNS && !t->rc; i++) {
+		struct wlk_lock *l = NULL;
+
+		t->rc = wlk_acquire(t->m, "z", 1, NULL, &l);
+		if (!t->rc)
+			t->rc = wlk_release(l);
+	}
+	return NULL;
+}
+
+static int take_turns(struct wlk_manager *m1, struct wlk_manager *m2)
+{
+	struct turner t[2] = {{.m = m1}, {.m = m2}};
+	pthread_barrier_t go;
+	int rc = 0;
+
+	if (pthread_barrier_init(&go, NULL, 2))
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		t[i].go = &go;
+		if (pthread_create(&t[i].th, NULL, turner_main, &t[i]))
+			return -1; /* the script fails: it exits at once */
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i].th, NULL);
+		rc = rc ? rc : t[i].rc;
+	}
+	pthread_barrier_destroy(&go);
+	return rc;
+}
+
 struct fp_run {
 	const char *point;
 	struct link k;
@@ -162,6 +213,10 @@ static int child_script(void *arg)
 	T_CHILD_CHECK(wlk_release(l) == 0, 31);
 	pthread_join(t.th, NULL);
 	T_CHILD_CHECK(t.rc == 0 && t.rel_rc == 0, 32);
+
+	/* Our two managers take turns on "z" by the fast path:
+	 * fast_enlist_mid, fast_handoff_mid. */
+	T_CHILD_CHECK(take_turns(m1, m2) == 0, 51);
 
 	/* A full name table: the idle "a" makes room for "b":
 	 * name_evict_after_unlink. */
@@ -290,6 +345,8 @@ static char expected_stage(const char *point)
 		{ "drop_client_mid", 'd' },
 		{ "reap_after_free", 'h' },
 		{ "recover_mid", 'k' },
+		{ "fast_enlist_mid", 'r' },
+		{ "fast_handoff_mid", 'r' },
 	};
 	size_t i;
 
@@ -307,7 +364,8 @@ static char expected_stage(const char *point)
  */
 static void sweep(const char *point)
 {
-	static const char *const names[] = { "x", "s", "y", "d", "h", "k" };
+	static const char *const names[] = { "x", "s", "y", "z",
+					      "d", "h", "k" };
 	struct wlk_manager_options fresh = { .bucket = FRESH };
 	struct wlk_manager *m, *m2, *mf;
 	struct wlk_lock *ps1 = NULL, *ps2 = NULL;
@@ -324,6 +382,9 @@ static void sweep(const char *point)
 #ifndef WLK_ENABLE_FAILPOINTS
 	cr_skip_test("fail points are not compiled in (--enable-failpoints)");
 #endif
+	/* A request waits by the fast path only where spinning pays. */
+	if (!strncmp(point, "fast_", 5) && sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		cr_skip_test("%s: one CPU online, no fast waiters", point);
 	m = t_open();
 	m2 = t_open();
 	t_track_bucket(t_origin, FRESH, NULL);
