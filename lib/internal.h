@@ -465,6 +465,14 @@ void wlk__watch_arm(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 int wlk__wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
 		    struct wlk_signal *sig, uint64_t deadline,
 		    struct wlk__watch *watch) WLK_INTERNAL;
+int wlk__wait_for(struct wlk_manager *m, struct wlk_lock *l,
+		  const struct wlk_options *o, uint64_t deadline,
+		  struct wlk__watch *watch) WLK_INTERNAL;
+void wlk__watch_init(struct wlk__bucket *b, struct wlk_lock *l,
+		     struct wlk__wake *wake, struct wlk__watch *watch)
+	WLK_INTERNAL;
+int wlk__settle(struct wlk_manager *m, struct wlk_lock *l, bool *got)
+	WLK_INTERNAL;
 int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 	WLK_INTERNAL;
 

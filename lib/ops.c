@@ -21,8 +21,10 @@ static bool available(const struct wlk_seg_name *n, enum wlk_mode mode)
  * The name entry a request goes to: *@ni is WLK_NIL if it does not exist
  * yet. Return: 0, 1 for an if_available miss, or an error.
  */
-static int find_name(struct wlk__bucket *b, const struct wlk__enqueue *e,
-		     uint64_t hash, struct wlk__wake *wake, uint32_t *ni)
+/* The name entry, inflated (FAST PATH: its mutex-side state is all of
+ * it then), or *@ni = WLK_NIL if there is none. */
+static int lookup(struct wlk__bucket *b, const struct wlk__enqueue *e,
+		  uint64_t hash, uint32_t *ni)
 {
 	int rc = wlk__name_find(b, e->name, e->name_len, hash, ni);
 
@@ -30,19 +32,24 @@ static int find_name(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		*ni = WLK_NIL;
 		return 0;
 	}
-	if (!rc)
-		rc = wlk__name_inflate(b, *ni);
-	if (rc || !e->if_available || available(wlk__name(b, *ni), e->mode))
+	return rc ? rc : wlk__name_inflate(b, *ni);
+}
+
+static int find_name(struct wlk__bucket *b, const struct wlk__enqueue *e,
+		     uint64_t hash, struct wlk__wake *wake, uint32_t *ni)
+{
+	int rc = lookup(b, e, hash, ni);
+
+	if (rc || *ni == WLK_NIL || !e->if_available ||
+	    available(wlk__name(b, *ni), e->mode))
 		return rc;
-	/* Refuse only for live holders: a dead one is reaped first. */
+	/* Refuse only for live holders: a dead one is reaped first. Its
+	 * release may give the name back to the fast path (or grant it
+	 * through the fast word): look it up, and inflate it, again. */
 	if (!wlk__reap_name(b, *ni, wake))
 		return 1;
-	rc = wlk__name_find(b, e->name, e->name_len, hash, ni);
-	if (rc == -ENOENT) {
-		*ni = WLK_NIL;
-		return 0;
-	}
-	if (rc)
+	rc = lookup(b, e, hash, ni);
+	if (rc || *ni == WLK_NIL)
 		return rc;
 	return available(wlk__name(b, *ni), e->mode) ? 0 : 1;
 }

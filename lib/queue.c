@@ -198,11 +198,16 @@ static int grant_fast(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 		n->n_pending--;
 	r->token = uatomic_add_return(&n->token, 1);
 	r->grant_ns = wlk__stamp_ns();
-	wlk__word_store(&r->word, WLK_WORD(gen, WLK_SLOT_FAST));
-	/* The word publishes the slot's fields to fast paths and inflaters. */
+	/*
+	 * The fast word first: FAST means held only while the fast word
+	 * names the slot, and the requester takes the lock as soon as it
+	 * sees FAST. A process that dies between the two stores leaves a
+	 * PENDING request out of the queue, which recovery queues again.
+	 */
 	uatomic_set(&n->fast,
 		    WLK_FAST(WLK_WORD_GEN(n->word), 1, ri + 1, gen) |
 			    (r->mode == WLK_SHARED ? WLK_FAST_SHARED : 0));
+	wlk__word_store(&r->word, WLK_WORD(gen, WLK_SLOT_FAST));
 	wlk__name_put(b, ni);
 	wlk__wake_add(b, wake, ri);
 	return 0;

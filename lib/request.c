@@ -81,65 +81,6 @@ static int release_handle(struct wlk_lock *l)
 	return rc;
 }
 
-/*
- * Wait for the grant of @l's pending request (wait.c), giving up on the
- * options' timeout (@deadline) or signal. Return: 0 once held, else why
- * not (nothing is left queued or held).
- */
-static int wait_for(struct wlk_manager *m, struct wlk_lock *l,
-		    const struct wlk_options *o, uint64_t deadline,
-		    struct wlk__watch *watch)
-{
-	struct wlk__bucket *b = m->b;
-	uint32_t *word = &wlk__req(b, l->slot)->word;
-	int rc = 0, why = 0, cancel;
-
-	if (wlk__word_load(word) == WLK_WORD(l->gen, WLK_SLOT_PENDING)) {
-		/* A waiter cancelled (even asynchronously) would leave its
-		 * request queued for ever: no cancellation while waiting. */
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-		why = wlk__wait_grant(m, l->slot, l->gen, o->signal,
-				      deadline, watch);
-		if (why)
-			rc = wlk__give_up(b, l->slot, l->gen);
-		pthread_setcancelstate(cancel, NULL);
-	}
-	if (why) {
-		if (rc == 0 || rc < 0)
-			return rc == 0 ? why : rc;
-		/* Granted while giving up: a timeout came too late. */
-		if (why != WLK_ETIMEDOUT)
-			goto release;
-	}
-	if (WLK_WORD_GEN(wlk__word_load(word)) != l->gen ||
-	    WLK_WORD_STATE(wlk__word_load(word)) < WLK_SLOT_HELD)
-		return WLK_ESTATE; /* dropped: the manager was closed */
-	/* Spec 4.4 step 14.1: an aborted signal still wins before the
-	 * callback runs; the lock is released at once. */
-	why = o->signal ? uatomic_read(&o->signal->reason) : 0;
-	if (!why)
-		return 0;
-release:
-	wlk__release_slot(b, l->slot, l->gen, false);
-	return why;
-}
-
-/*
- * Under the mutex, @l's request just queued: arm the watch of its wait
- * once, here, or, when the waiter spins first, after the spin (a steal
- * during it would add a holder to watch), so that the blockers are probed
- * once per wait, not twice.
- */
-static void watch_init(struct wlk__bucket *b, struct wlk_lock *l,
-		       struct wlk__wake *wake, struct wlk__watch *watch)
-{
-	if (!wlk__spin_ok())
-		wlk__watch_arm(b, l->slot, l->gen, wake, watch);
-	else
-		*watch = (struct wlk__watch){.n = 0, .complete = true,
-					    .stale = true};
-}
-
 /* Queue the request and wait for its grant (wait.c); *got = false on a
  * miss. */
 static int obtain(struct wlk_manager *m, struct wlk_lock *l,
@@ -191,61 +132,12 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 	if (rc >= 0)
 		wlk__stash_fill(m);
 	if (rc == 0)
-		watch_init(b, l, &wake, &watch);
+		wlk__watch_init(b, l, &wake, &watch);
 	wlk__unlock(b, &wake);
 	*got = rc == 0;
 	if (rc)
 		return rc == 1 ? 0 : rc;
-	return wait_for(m, l, o, deadline, &watch);
-}
-
-/*
- * A fast waiter not handed the lock in time, or whose name was inflated
- * under it. Inflating the name (again: idempotent) makes its request an
- * ordinary one, held or first in the queue; a request never adopted (its
- * claim on the waiter word was lost) asks again the mutex way; one
- * dropped meanwhile (manager closed) is gone. The lane stays BUSY with
- * the slot, as for obtain()'s own-slot requests. Return: as obtain().
- */
-static int settle(struct wlk_manager *m, struct wlk_lock *l,
-		  const struct wlk_options *o, bool *got)
-{
-	struct wlk__bucket *b = m->b;
-	struct wlk_seg_name *n = wlk__name(b, l->fast_name);
-	struct wlk__lane *lane = &m->lanes[l->lane];
-	struct wlk__wake wake;
-	struct wlk__watch watch;
-	uint32_t w;
-	int rc = wlk__lock(b, &wake);
-
-	l->laned = true;
-	if (rc)
-		return rc;
-	if (wlk__word_load(&n->word) == WLK_WORD(l->fast_ngen, WLK_SLOT_USED))
-		rc = wlk__name_inflate(b, l->fast_name);
-	w = wlk__req(b, l->slot)->word;
-	if (!rc && w == WLK_WORD(l->gen, WLK_SLOT_FAST)) {
-		wlk__word_store(&wlk__req(b, l->slot)->word,
-				WLK_WORD(l->gen, WLK_SLOT_RESERVED));
-		wlk__unlock(b, &wake);
-		lane->gen = l->gen;
-		uatomic_set(&lane->state, WLK_LANE_READY);
-		l->laned = false;
-		return obtain(m, l, o, got);
-	}
-	if (!rc && w == WLK_WORD(l->gen, WLK_SLOT_PENDING))
-		watch_init(b, l, &wake, &watch);
-	wlk__unlock(b, &wake);
-	if (rc)
-		return rc;
-	if (w == WLK_WORD(l->gen, WLK_SLOT_HELD)) {
-		*got = true;
-		return 0;
-	}
-	if (w != WLK_WORD(l->gen, WLK_SLOT_PENDING))
-		return WLK_ESTATE; /* dropped: the manager was closed */
-	*got = true;
-	return wait_for(m, l, o, 0, &watch);
+	return wlk__wait_for(m, l, o, deadline, &watch);
 }
 
 /*
@@ -254,7 +146,7 @@ static int settle(struct wlk_manager *m, struct wlk_lock *l,
  * step 14.1). A request with neither timeout nor signal may also wait
  * there as the name's fast waiter, on a machine where spinning pays.
  * Return: 0 (held), 1 (take the mutex), 2 (waiting by the fast path, not
- * granted yet: settle()), or an error with nothing held.
+ * granted yet: wlk__settle()), or an error with nothing held.
  */
 static int fast(struct wlk_manager *m, struct wlk_lock *l,
 		const struct wlk_options *o)
@@ -315,25 +207,21 @@ static int acquire(struct wlk_manager *m, const char *name, size_t len,
 		wlk__manager_leave(m);
 		return -ENOMEM;
 	}
-	if (!o->steal) {
-		rc = fast(m, l, o);
-		if (rc <= 0) {
-			if (rc) {
-				wlk__lock_free(l);
-				wlk__manager_leave(m);
-				return rc;
-			}
-			*out = l;
-			return 0;
-		}
+	rc = o->steal ? 1 : fast(m, l, o);
+	if (rc == 0) {
+		*out = l; /* keeps the manager reference taken above */
+		return 0;
 	}
-	rc = rc == 2 ? settle(m, l, o, &got) : obtain(m, l, o, &got);
+	if (rc == 2)
+		rc = wlk__settle(m, l, &got);
+	if (rc == 1)
+		rc = obtain(m, l, o, &got);
 	if ((rc || !got) && l->laned) /* its slot was freed */
 		uatomic_set(&m->lanes[l->lane].state, WLK_LANE_EMPTY);
 	if (rc || !got) {
 		wlk__lock_free(l);
 		wlk__manager_leave(m);
-		*out = NULL;
+		*out = NULL; /* an if_available miss: 0 and no lock */
 		return rc;
 	}
 	r = wlk__req(m->b, l->slot);
@@ -344,7 +232,7 @@ static int acquire(struct wlk_manager *m, const char *name, size_t len,
 		l->fast_name = r->name;
 		l->fast_ngen = r->name_gen;
 	}
-	*out = l; /* keeps the manager reference taken above */
+	*out = l;
 	return 0;
 }
 

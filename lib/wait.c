@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wait.c - a blocking request's wait for its grant. The thread spins a
+ * wait.c - a blocking request's wait for its grant, and a fast waiter's
+ * move to the mutex path (wlk__settle()). The thread spins a
  * little, then sleeps on the request's futex word in the segment together
  * with the abort signal's word, the manager's close word and the
  * lifelines of the agents ahead of it (reap.c), until one changes; it
@@ -8,6 +9,7 @@
  * the word and wakes it.
  */
 #include <errno.h>
+#include <pthread.h>
 
 #include "internal.h"
 
@@ -148,3 +150,112 @@ int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 	return rc;
 }
 
+/*
+ * Wait for the grant of @l's pending request (wait.c), giving up on the
+ * options' timeout (@deadline) or signal. Return: 0 once held, else why
+ * not (nothing is left queued or held).
+ */
+int wlk__wait_for(struct wlk_manager *m, struct wlk_lock *l,
+		  const struct wlk_options *o, uint64_t deadline,
+		  struct wlk__watch *watch)
+{
+	struct wlk__bucket *b = m->b;
+	uint32_t *word = &wlk__req(b, l->slot)->word;
+	int rc = 0, why = 0, cancel;
+
+	if (wlk__word_load(word) == WLK_WORD(l->gen, WLK_SLOT_PENDING)) {
+		/* A waiter cancelled (even asynchronously) would leave its
+		 * request queued for ever: no cancellation while waiting. */
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+		why = wlk__wait_grant(m, l->slot, l->gen, o->signal,
+				      deadline, watch);
+		if (why)
+			rc = wlk__give_up(b, l->slot, l->gen);
+		pthread_setcancelstate(cancel, NULL);
+	}
+	if (why) {
+		if (rc == 0 || rc < 0)
+			return rc == 0 ? why : rc;
+		/* Granted while giving up: a timeout came too late. */
+		if (why != WLK_ETIMEDOUT)
+			goto release;
+	}
+	if (WLK_WORD_GEN(wlk__word_load(word)) != l->gen ||
+	    WLK_WORD_STATE(wlk__word_load(word)) < WLK_SLOT_HELD)
+		return WLK_ESTATE; /* dropped: the manager was closed */
+	/* Spec 4.4 step 14.1: an aborted signal still wins before the
+	 * callback runs; the lock is released at once. */
+	why = o->signal ? uatomic_read(&o->signal->reason) : 0;
+	if (!why)
+		return 0;
+release:
+	wlk__release_slot(b, l->slot, l->gen, false);
+	return why;
+}
+
+/*
+ * Under the mutex, @l's request just queued: arm the watch of its wait
+ * once, here, or, when the waiter spins first, after the spin (a steal
+ * during it would add a holder to watch), so that the blockers are probed
+ * once per wait, not twice.
+ */
+void wlk__watch_init(struct wlk__bucket *b, struct wlk_lock *l,
+		     struct wlk__wake *wake, struct wlk__watch *watch)
+{
+	if (!wlk__spin_ok())
+		wlk__watch_arm(b, l->slot, l->gen, wake, watch);
+	else
+		*watch = (struct wlk__watch){.n = 0, .complete = true,
+					    .stale = true};
+}
+
+/*
+ * A fast waiter not handed the lock in time, or whose name was inflated
+ * under it. Inflating the name (again: idempotent) makes its request an
+ * ordinary one, held or first in the queue; a request never adopted (its
+ * claim on the waiter word was lost) asks again the mutex way; one
+ * dropped meanwhile (manager closed) is gone. The lane stays BUSY with
+ * the slot, as for an ordinary request in the lane's slot (request.c).
+ * Return: 0 with *@got (held), 1 to ask again (the lane's slot is back in
+ * it), or why not (nothing is left queued or held).
+ */
+int wlk__settle(struct wlk_manager *m, struct wlk_lock *l, bool *got)
+{
+	static const struct wlk_options none; /* fast waiters have none */
+	struct wlk__bucket *b = m->b;
+	struct wlk_seg_name *n = wlk__name(b, l->fast_name);
+	struct wlk__lane *lane = &m->lanes[l->lane];
+	struct wlk__wake wake;
+	struct wlk__watch watch;
+	uint32_t w;
+	int rc = wlk__lock(b, &wake);
+
+	l->laned = true;
+	if (rc)
+		return rc;
+	if (wlk__word_load(&n->word) == WLK_WORD(l->fast_ngen, WLK_SLOT_USED))
+		rc = wlk__name_inflate(b, l->fast_name);
+	w = wlk__req(b, l->slot)->word;
+	if (!rc && w == WLK_WORD(l->gen, WLK_SLOT_FAST)) {
+		wlk__word_store(&wlk__req(b, l->slot)->word,
+				WLK_WORD(l->gen, WLK_SLOT_RESERVED));
+		wlk__unlock(b, &wake);
+		lane->gen = l->gen;
+		uatomic_set(&lane->state, WLK_LANE_READY);
+		l->laned = false;
+		return 1;
+	}
+	if (!rc && w == WLK_WORD(l->gen, WLK_SLOT_PENDING))
+		wlk__watch_init(b, l, &wake, &watch);
+	wlk__unlock(b, &wake);
+	if (rc)
+		return rc;
+	if (w == WLK_WORD(l->gen, WLK_SLOT_HELD)) {
+		*got = true;
+		return 0;
+	}
+	if (w != WLK_WORD(l->gen, WLK_SLOT_PENDING))
+		return WLK_ESTATE; /* dropped: the manager was closed */
+	*got = true;
+	return wlk__wait_for(m, l, &none, 0, &watch);
+}

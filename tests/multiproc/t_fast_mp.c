@@ -62,18 +62,31 @@ static void stop(struct fast_child *c)
 
 Test(fast_mp, holder_killed_before_anyone_waits, T_FIX, .timeout = 20)
 {
-	struct wlk_manager *m = t_open();
-	struct wlk_lock *l = (struct wlk_lock *)&l;
+	struct wlk_manager *m = t_open(), *m2 = t_open();
+	struct wlk_lock *l = (struct wlk_lock *)&l, *l2;
 	struct fast_child c;
-	pid_t pid = start(&c, NULL);
+	pid_t pid;
 
+	/* m2 keeps a slot for the fast path: its next take of an idle
+	 * name goes without the mutex. */
+	T_ASSERT_RC(wlk_acquire(m2, "w", 1, NULL, &l2), 0);
+	T_ASSERT_RC(wlk_release(l2), 0);
+	pid = start(&c, NULL);
 	T_ASSERT_RC(wlk_acquire(m, "f", 1, &ex_ia, &l), 0);
 	cr_assert_null(l, "a live fast holder was overlooked");
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
-	/* Nobody watched it die: the next request finds it dead. */
+	/* Nobody watched it die: the next request finds it dead. Reaping
+	 * it left the name idle, and back on the fast path for a moment:
+	 * the request (from a new manager, granted under the mutex) must
+	 * take the name off it again. */
+	m = t_open();
 	T_ASSERT_RC(wlk_acquire(m, "f", 1, &ex_ia, &l), 0);
 	cr_assert_not_null(l, "the dead fast holder kept its lock");
+	T_ASSERT_RC(wlk_manager_validate(m, NULL, NULL), 0);
+	l2 = (struct wlk_lock *)&l2;
+	T_ASSERT_RC(wlk_acquire(m2, "f", 1, &ex_ia, &l2), 0);
+	cr_assert_null(l2, "granted to a fast taker beside its holder");
 	T_ASSERT_RC(wlk_release(l), 0);
 	T_ASSERT_RC(wlk_manager_validate(m, NULL, NULL), 0);
 	stop(&c);
