@@ -348,7 +348,7 @@ int wlk__fast_release(struct wlk_lock *l)
 	struct wlk_seg_name *n = wlk__name(b, l->fast_name);
 	uint64_t on = WLK_FAST(l->fast_ngen, 1, 0, 0);
 	uint64_t held = on | who(l->slot, l->gen, l->mode);
-	uint64_t f, w = 0;
+	uint64_t f;
 
 	/* The whole gen first: the fast word has only its low bits, and a
 	 * stale handle (its manager closed) must not match a reused slot. */
@@ -359,7 +359,8 @@ int wlk__fast_release(struct wlk_lock *l)
 	if (f == (held | WLK_FAST_WAIT)) {
 		/* WAIT is set after the claim, and the claim stays until
 		 * the handoff (or an inflation, which clears ON first). */
-		w = uatomic_read(&n->waiter);
+		uint64_t w = uatomic_read(&n->waiter);
+
 		if (!WLK_FAST_HOLDER1(w) || (w & ~WLK_FAST_WHO_MASK) ||
 		    uatomic_cmpxchg(&n->fast, f, on | w) != f)
 			return 1;

@@ -90,8 +90,9 @@ enum wlk_slot_state {
 	WLK_SLOT_HELD = 3,    /* requests: in the held set */
 	WLK_SLOT_STOLEN = 4,  /* requests: stolen, until the holder releases */
 	WLK_SLOT_RESERVED = 5, /* requests: kept by a client for FAST PATH */
-	WLK_SLOT_FAST = 6,     /* requests: claimed by its client's fast path;
-				* held if its name's fast word names it */
+	WLK_SLOT_FAST = 6,     /* requests: claimed by its client's fast path
+				* or granted through the fast word; held or
+				* waiting if its name's fast word names it */
 };
 
 /*
@@ -122,10 +123,14 @@ enum wlk_slot_state {
  * request and the waiter's (if WAIT) into the queue's only PENDING one,
  * then store the word OFF and clear the waiter word. With ON clear the fast
  * path fails and callers take the mutex. A name is deflated (ON set) when
- * its held set and queue become empty. A fast word with ON clear and a
- * holder is an inflation a dead process left halfway: recovery finishes
- * it. The slot-gen bits make a stale handle's release CAS fail after the
- * slot was reused.
+ * its held set and queue become empty; and when the mutex side grants the
+ * last request of a name nobody else holds, and that request is a blocking
+ * one in a lane's slot (WLK_REQF_LANE), it grants it through the fast
+ * word: ON and that slot as holder, then the slot FAST. A FAST slot holds
+ * its name only while the fast word names it. A fast word with ON clear
+ * and a holder is an inflation a dead process left halfway: recovery
+ * finishes it. The slot-gen bits make a stale handle's release CAS fail
+ * after the slot was reused.
  */
 #define WLK_FAST_GEN_SHIFT 35u
 #define WLK_FAST_ON (1ull << 34)

@@ -233,8 +233,8 @@ int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 /*
  * wlk__abort_request() - spec 4.3 "abort the request", if it is still
  * pending. Return: 0 if it was pending and is gone; 1 if it was granted
- * meanwhile (held, stolen or fast; the caller owns it); WLK_ESTATE if the slot is
- * no longer ours; WLK_ECORRUPT.
+ * meanwhile (held, stolen or fast; the caller owns it); WLK_ESTATE if the
+ * slot is no longer ours; WLK_ECORRUPT.
  */
 int wlk__abort_request(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 		       struct wlk__wake *wake)
@@ -266,7 +266,7 @@ static void drop_fast(struct wlk__bucket *b, uint32_t ri, uint32_t w,
 		      bool dead, struct wlk__wake *wake)
 {
 	struct wlk_seg_request *r = wlk__req(b, ri);
-	uint32_t ni = r->name, now;
+	uint32_t ni = r->name;
 
 	if (WLK_WORD_STATE(w) == WLK_SLOT_RESERVED) {
 		wlk__req_reclaim(b, ri, w);
@@ -274,6 +274,8 @@ static void drop_fast(struct wlk__bucket *b, uint32_t ri, uint32_t w,
 	}
 	if (ni < b->geo.max_names && (wlk__fast_holds(b, ni, ri) ||
 				      wlk__fast_waits(b, ni, ri))) {
+		uint32_t now;
+
 		if (wlk__name_inflate(b, ni))
 			return;
 		now = wlk__req(b, ri)->word;
