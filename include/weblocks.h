@@ -362,7 +362,10 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  *
  * Context: thread-safe; may sleep; not async-signal-safe. Thread
  * cancellation is disabled while waiting so that a cancelled thread never
- * leaves a request queued.
+ * leaves a request queued. A request that has to wait spins first, for up
+ * to 20 us, when more than one CPU is online: a request without timeout or
+ * signal that finds the name held by one uncontended holder spins on the
+ * name's entry, and that holder's release hands it the lock directly.
  *
  * Return: @cb's return value if @cb ran, except %WLK_ESTOLEN if the lock was
  * stolen while @cb ran and %WLK_ESTATE if the manager was closed while @cb
