@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common.h"
@@ -95,36 +97,58 @@ static int side_start(struct side *s, struct wlk_manager *m, const char *name,
 /*
  * Two threads of the script, on two managers, take turns on one name: the
  * one that finds it held waits as its fast waiter, and a release hands the
- * name over (lib/fast.c). Enough turns for that to happen many times on a
- * machine with two CPUs.
+ * name over (lib/fast.c). Each holds the name a couple of microseconds,
+ * well within a fast waiter's spin. They take turns until @ns pass: when
+ * a fast_* point is armed, long enough for the two threads to run at the
+ * same time even on a machine busy with other tests (it kills the script
+ * the first time it is passed).
  */
-#define TURNS 50000
+#define HOLD_NS 2000
+#define TURNS_NS (200 * 1000 * 1000ull)
+/* Below T_WAIT_MS: the parent waits that long for the script's next word. */
+#define TURNS_ARMED_NS (4 * 1000 * 1000 * 1000ull)
 
 struct turner {
 	pthread_t th;
 	struct wlk_manager *m;
 	pthread_barrier_t *go;
+	uint64_t until;
 	int rc;
 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void *turner_main(void *arg)
 {
 	struct turner *t = arg;
 
 	pthread_barrier_wait(t->go);
-	for (int i = 0; i < TURNS && !t->rc; i++) {
+	while (!t->rc && mono_ns() < t->until) {
 		struct wlk_lock *l = NULL;
+		uint64_t held;
 
 		t->rc = wlk_acquire(t->m, "z", 1, NULL, &l);
-		if (!t->rc)
-			t->rc = wlk_release(l);
+		if (t->rc)
+			break;
+		for (held = mono_ns(); mono_ns() - held < HOLD_NS;)
+			;
+		t->rc = wlk_release(l);
 	}
 	return NULL;
 }
 
-static int take_turns(struct wlk_manager *m1, struct wlk_manager *m2)
+static int take_turns(struct wlk_manager *m1, struct wlk_manager *m2,
+		      uint64_t ns)
 {
-	struct turner t[2] = {{.m = m1}, {.m = m2}};
+	uint64_t until = mono_ns() + ns;
+	struct turner t[2] = {{.m = m1, .until = until},
+			      {.m = m2, .until = until}};
 	pthread_barrier_t go;
 	int rc = 0;
 
@@ -216,7 +240,10 @@ static int child_script(void *arg)
 
 	/* Our two managers take turns on "z" by the fast path:
 	 * fast_enlist_mid, fast_handoff_mid. */
-	T_CHILD_CHECK(take_turns(m1, m2) == 0, 51);
+	T_CHILD_CHECK(take_turns(m1, m2, strncmp(r->point, "fast_", 5)
+						 ? TURNS_NS
+						 : TURNS_ARMED_NS) == 0,
+		      51);
 
 	/* A full name table: the idle "a" makes room for "b":
 	 * name_evict_after_unlink. */
