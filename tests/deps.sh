@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: MIT
 # deps.sh - sourced by examples/demo.sh and tests/run.sh: install the
 # Debian packages the build, the tests and the examples need, only those
-# missing (libuv1-dev is only for examples/libuv). $deps_who names the
-# caller in messages.
+# missing (libuv1-dev is only for examples/libuv, spin for the model check
+# in tests/model). $deps_who names the caller in messages.
 
 deps_packages=(build-essential autoconf automake libtool pkg-config
-	liburcu-dev libcriterion-dev libuv1-dev)
+	liburcu-dev libcriterion-dev libuv1-dev spin)
 
 install_missing() {
 	local missing=() p sudo=() who=${deps_who:-deps}

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fastpath.pml - a Promela model of the fast path (lib/fast.c,
+ * lib/inflate.c, process-the-queue in lib/queue.c): acquire and release
+ * by CAS on a name's fast word, one fast waiter handed the name by the
+ * holder's release, inflation under the segment mutex, and the grant of a
+ * lone request through the fast word. Run: tests/model/run.sh.
+ *
+ * What is modelled: NP processes, each with one lane slot, taking one
+ * name exclusively in a loop. The fast word (ON, WAIT, holder slot and
+ * gen) is one variable group read and CASed in atomic steps, as the real
+ * 64-bit word is; so is the waiter word (claimed slot and gen). The
+ * mutex side (held set, queue, slot states) changes only with the mutex
+ * held. A fast waiter may give up spinning at any moment (settle), which
+ * covers every timing of the 20 us budget. Slot gens count modulo G, as
+ * the 9 gen bits in the real words do (G is smaller, so the model sees
+ * more wrap-arounds than the library could).
+ *
+ * What is checked: never two processes in the critical section; every
+ * lock a process believes it holds is held by the segment's account when
+ * it releases; no state where everyone waits for ever (invalid end
+ * states). Not checked: starvation. Not modelled: shared mode,
+ * timeouts and signals, process death and recovery (tests/torture.c
+ * covers those), more than one name.
+ */
+
+#ifndef NP
+#define NP 3
+#endif
+#ifndef G
+#define G 4
+#endif
+
+mtype = { FREE, RES, FAST, PEND, HELD };
+
+/* The name's fast word. */
+bool on = true;
+byte fh;		/* holder slot, 1..NP, or 0 */
+byte fg;		/* its gen */
+bool fwait;
+/* The name's waiter word: the claim. */
+byte cw;		/* claimed slot, or 0 */
+byte cg;
+
+/* Request slots (slot i belongs to process i) and the mutex side. */
+mtype st[NP + 1];
+byte gen[NP + 1];
+bool mtx;
+bool held[NP + 1];
+byte q[NP];		/* queue of slots, q[0] first */
+byte qn;
+
+byte incs;		/* processes in the critical section */
+
+inline lock() { atomic { !mtx -> mtx = true } }
+inline unlock() { mtx = false }
+
+#define NO_HOLDER \
+	(!held[1] && (NP < 2 || !held[2]) && (NP < 3 || !held[3]) && \
+	 (NP < 4 || !held[4]))
+
+/* wlk__name_inflate(): two steps, as fast paths may act between them. */
+inline inflate() {
+	atomic {
+		s_on = on; s_fh = fh; s_fg = fg; s_wait = fwait;
+		on = false
+	}
+	atomic {
+		adopted = false;
+		if
+		:: s_fh != 0 && st[s_fh] == FAST && gen[s_fh] == s_fg ->
+			held[s_fh] = true; st[s_fh] = HELD; adopted = true
+		:: else -> skip
+		fi;
+		if
+		:: s_wait && cw != 0 && st[cw] == FAST && gen[cw] == cg ->
+			if
+			:: adopted -> assert(qn == 0); q[0] = cw; qn = 1;
+				st[cw] = PEND
+			:: else -> held[cw] = true; st[cw] = HELD
+			fi
+		:: else -> skip
+		fi;
+		/* waiter_clear(): a claim that is not live goes. */
+		if
+		:: cw != 0 && !(st[cw] == FAST && gen[cw] == cg) -> cw = 0
+		:: else -> skip
+		fi;
+		fh = 0; fwait = false
+	}
+}
+
+/* wlk__process_queue() with grant_fast(), then name_put()'s deflate. */
+inline process_queue() {
+	atomic {
+		if
+		:: qn > 0 && NO_HOLDER ->
+			g_slot = q[0];
+			q[0] = q[1]; q[1] = 0; qn--;
+			if
+			:: qn == 0 ->
+				/* the fast word first, then the slot */
+				on = true; fh = g_slot; fg = gen[g_slot];
+				fwait = false;
+				st[g_slot] = FAST
+			:: else -> held[g_slot] = true; st[g_slot] = HELD
+			fi
+		:: else -> skip
+		fi;
+		if
+		:: qn == 0 && NO_HOLDER && !on && fh == 0 && !fwait ->
+			on = true
+		:: else -> skip
+		fi
+	}
+}
+
+proctype P(byte me)
+{
+	bool e_on, e_wait, claimed, ok, fast;
+	byte e_fh, e_fg, tries, w, wg;
+	bool s_on, s_wait, adopted;
+	byte s_fh, s_fg, g_slot;
+
+	st[me] = RES;
+acquire:
+	/* Locals back to 0: fewer states for the verifier to tell apart. */
+	atomic {
+		claimed = false; ok = false; fast = false; tries = 0;
+		w = 0; wg = 0; s_on = false; s_wait = false; adopted = false;
+		s_fh = 0; s_fg = 0; g_slot = 0
+	}
+	/* wlk__fast_acquire() */
+	atomic { e_on = on; e_fh = fh; e_fg = fg; e_wait = fwait }
+	if
+	:: e_on && !e_wait -> skip
+	:: else -> goto obtain
+	fi;
+	atomic { gen[me] = (gen[me] + 1) % G; st[me] = FAST }	/* claim */
+	tries = 0;
+	do
+	:: tries < 2 && e_on && e_fh == 0 && !e_wait ->
+		atomic {
+			if
+			:: on == e_on && fh == e_fh && fg == e_fg &&
+			   fwait == e_wait ->
+				fh = me; fg = gen[me]; ok = true
+			:: else ->
+				e_on = on; e_fh = fh; e_fg = fg; e_wait = fwait;
+				ok = false
+			fi
+		}
+		if
+		:: ok -> fast = true; goto critical
+		:: else -> tries++
+		fi
+	:: tries < 2 && e_on && e_fh != 0 && !e_wait ->
+		/* enlist(): claim the waiter word, then set WAIT */
+		atomic {
+			if
+			:: cw == 0 -> cw = me; cg = gen[me]; claimed = true
+			:: else -> claimed = false
+			fi
+		}
+		if
+		:: claimed ->
+			atomic {
+				if
+				:: on == e_on && fh == e_fh && fg == e_fg &&
+				   fwait == e_wait -> fwait = true; ok = true
+				:: else -> ok = false
+				fi
+			}
+			if
+			:: ok -> goto await
+			:: else ->
+				atomic {
+					if
+					:: cw == me && cg == gen[me] -> cw = 0
+					:: else -> skip
+					fi
+				}
+			fi
+		:: else -> skip
+		fi;
+		atomic { e_on = on; e_fh = fh; e_fg = fg; e_wait = fwait };
+		tries++
+	:: else -> break
+	od;
+	st[me] = RES;				/* slot_unclaim() */
+	goto obtain;
+
+await:	/* wlk__fast_await(): handed the name, inflated, or out of spin */
+	if
+	:: (on && fh == me && fg == gen[me]) -> fast = true;
+		goto critical
+	:: !on -> goto settle
+	:: true -> goto settle
+	fi;
+
+settle:	/* wlk__settle() */
+	lock();
+	inflate();
+	if
+	:: st[me] == HELD -> unlock(); fast = false; goto critical
+	:: st[me] == PEND -> unlock(); goto wait
+	:: st[me] == FAST -> st[me] = RES; unlock(); goto obtain
+	:: else -> assert(false)
+	fi;
+
+obtain:	/* request.c obtain(): queue the lane's slot, under the mutex */
+	lock();
+	inflate();
+	assert(st[me] == RES);
+	st[me] = PEND; q[qn] = me; qn++;
+	process_queue();
+	unlock();
+wait:
+	(st[me] == HELD || st[me] == FAST);
+	fast = st[me] == FAST;
+
+critical:
+	incs++;
+	assert(incs == 1);
+	incs--;
+
+	/* release_handle(): wlk__fast_release(), else under the mutex */
+	if
+	:: fast && st[me] == FAST ->
+		atomic {
+			if
+			:: on && fh == me && fg == gen[me] && !fwait ->
+				fh = 0; ok = true; w = 0
+			:: on && fh == me && fg == gen[me] && fwait ->
+				ok = false; w = 1
+			:: else -> ok = false; w = 0
+			fi
+		}
+		if
+		:: ok -> st[me] = RES; goto acquire
+		:: !ok && w == 1 ->
+			/* the handoff: read the claim, then one CAS */
+			atomic { w = cw; wg = cg }
+			atomic {
+				if
+				:: w != 0 && on && fh == me && fg == gen[me] &&
+				   fwait -> fh = w; fg = wg; fwait = false;
+					ok = true
+				:: else -> ok = false
+				fi
+			}
+			if
+			:: ok ->
+				atomic {
+					if
+					:: cw == w && cg == wg -> cw = 0
+					:: else -> skip
+					fi
+				}
+				st[me] = RES; goto acquire
+			:: else -> skip
+			fi
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi;
+	/* wlk__release_slot(): inflate, release, process the queue */
+	lock();
+	inflate();
+	assert(st[me] == HELD && held[me]);
+	held[me] = false;
+	atomic { gen[me] = (gen[me] + 1) % G; st[me] = RES }	/* kept */
+	process_queue();
+	unlock();
+	goto acquire
+}
+
+init {
+	atomic {
+		byte i = 1;
+		do
+		:: i <= NP -> run P(i); i++
+		:: else -> break
+		od
+	}
+}
