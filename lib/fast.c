@@ -186,15 +186,21 @@ static struct wlk__lane *slot_claim(struct wlk_manager *m, struct wlk_lock *l,
 	return lane;
 }
 
-/* Give a claimed slot back to its lane, unused (RESERVED, new gen). */
-static void slot_unclaim(struct wlk_manager *m, struct wlk_lock *l)
+/* The lane of @l's slot, RESERVED again (gen l->gen), is ready. */
+static void lane_back(struct wlk_manager *m, struct wlk_lock *l)
 {
 	struct wlk__lane *lane = &m->lanes[l->lane];
 
-	wlk__word_store(&wlk__req(m->b, l->slot)->word,
-			WLK_WORD(l->gen, WLK_SLOT_RESERVED));
 	lane->gen = l->gen;
 	uatomic_set(&lane->state, WLK_LANE_READY);
+}
+
+/* Give a claimed slot whose lock was released back to its lane. */
+static void slot_unclaim(struct wlk_manager *m, struct wlk_lock *l)
+{
+	wlk__word_store(&wlk__req(m->b, l->slot)->word,
+			WLK_WORD(l->gen, WLK_SLOT_RESERVED));
+	lane_back(m, l);
 }
 
 /*
@@ -223,19 +229,20 @@ static void granted(struct wlk__bucket *b, struct wlk_lock *l)
 }
 
 /*
- * Become @n's fast waiter behind the holder in @f: claim the waiter word,
- * then set WAIT. Return: 0, or 1 (someone else waits, or @f went).
+ * Become @n's fast waiter behind the holder in @f: claim the waiter word
+ * (@claim: WLK_CLAIM()), then set WAIT. Return: 0, or 1 (someone else
+ * waits, or @f went).
  */
-static int enlist(struct wlk_seg_name *n, uint64_t f, uint64_t me)
+static int enlist(struct wlk_seg_name *n, uint64_t f, uint64_t claim)
 {
-	if (uatomic_cmpxchg(&n->waiter, 0, me) != 0)
+	if (uatomic_cmpxchg(&n->waiter, 0, claim) != 0)
 		return 1;
 	WLK_FAILPOINT(fast_enlist_mid);
 	if (uatomic_cmpxchg(&n->fast, f, f | WLK_FAST_WAIT) == f)
 		return 0;
 	/* Not our turn after all: withdraw the claim, unless the mutex
 	 * side cleared it as stale meanwhile. */
-	uatomic_cmpxchg(&n->waiter, me, 0);
+	uatomic_cmpxchg(&n->waiter, claim, 0);
 	return 1;
 }
 
@@ -251,7 +258,7 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l, bool may_wait)
 	struct wlk__bucket *b = m->b;
 	struct wlk_seg_name *n;
 	uint32_t ni = WLK_NIL, ngen = 0;
-	uint64_t hash = 0, on, me, f;
+	uint64_t hash = 0, on, me, claim, f;
 	bool memo_hit = memo_find(b, l, &hash, &ni, &ngen);
 
 	if (!memo_hit)
@@ -280,6 +287,7 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l, bool may_wait)
 	if (!slot_claim(m, l, ni, ngen))
 		return 1;
 	me = who(l->slot, l->gen, l->mode);
+	claim = WLK_CLAIM(me, l->gen);
 	/* The CASes publish the slot's fields to whoever inflates. The word
 	 * may change between our look and our CAS (the holder let go just
 	 * then, a holder came): look again, a few times. */
@@ -291,14 +299,22 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l, bool may_wait)
 				return 0;
 			}
 		} else if (may_wait && waitable(f, on, l->mode)) {
-			if (!enlist(n, f, me))
+			if (!enlist(n, f, claim))
 				return 2;
 			f = fast_load(&n->fast);
 		} else {
 			break;
 		}
 	}
-	slot_unclaim(m, l);
+	/* A claim seen with a stale WAIT (the waiter word's value came
+	 * back: see layout.h) may have been adopted by an inflation that
+	 * took it for the waiter's: then it is a queued request now. */
+	if (uatomic_cmpxchg(&wlk__req(b, l->slot)->word,
+			    WLK_WORD(l->gen, WLK_SLOT_FAST),
+			    WLK_WORD(l->gen, WLK_SLOT_RESERVED)) !=
+	    WLK_WORD(l->gen, WLK_SLOT_FAST))
+		return 2;
+	lane_back(m, l);
 	return 1;
 }
 
@@ -361,8 +377,9 @@ int wlk__fast_release(struct wlk_lock *l)
 		 * the handoff (or an inflation, which clears ON first). */
 		uint64_t w = uatomic_read(&n->waiter);
 
-		if (!WLK_FAST_HOLDER1(w) || (w & ~WLK_FAST_WHO_MASK) ||
-		    uatomic_cmpxchg(&n->fast, f, on | w) != f)
+		if (!WLK_FAST_HOLDER1(w) || (w & ~WLK_CLAIM_MASK) ||
+		    uatomic_cmpxchg(&n->fast, f, on | (w & WLK_FAST_WHO_MASK)) !=
+			    f)
 			return 1;
 		WLK_FAILPOINT(fast_handoff_mid);
 		/* The waiter holds now; clear its claim for the next one

@@ -72,6 +72,21 @@ static uint32_t holder_of(struct wlk__bucket *b, uint32_t ni, uint64_t f)
 	return claimant(b, ni, f & WLK_FAST_WHO_MASK);
 }
 
+/* The slot claim @c (a waiter word) names, if a live claim on name @ni
+ * (claimant(), and the whole gen), or WLK_NIL. */
+static uint32_t claim_of(struct wlk__bucket *b, uint32_t ni, uint64_t c)
+{
+	uint32_t s;
+
+	if (c & ~WLK_CLAIM_MASK)
+		return WLK_NIL;
+	s = claimant(b, ni, c & WLK_FAST_WHO_MASK);
+	if (s != WLK_NIL &&
+	    WLK_WORD_GEN(wlk__req(b, s)->word) != WLK_CLAIM_GEN(c))
+		return WLK_NIL;
+	return s;
+}
+
 /* The fast waiter of name @ni whose fast word is @f, or WLK_NIL. */
 static uint32_t waiter_of(struct wlk__bucket *b, uint32_t ni, uint64_t f)
 {
@@ -79,7 +94,7 @@ static uint32_t waiter_of(struct wlk__bucket *b, uint32_t ni, uint64_t f)
 
 	if (!(f & WLK_FAST_WAIT) || WLK_FAST_NGEN(f) != WLK_WORD_GEN(n->word))
 		return WLK_NIL;
-	return claimant(b, ni, uatomic_read(&n->waiter));
+	return claim_of(b, ni, uatomic_read(&n->waiter));
 }
 
 /*
@@ -121,7 +136,7 @@ static void waiter_clear(struct wlk__bucket *b, uint32_t ni)
 	struct wlk_seg_name *n = wlk__name(b, ni);
 	uint64_t c = uatomic_read(&n->waiter);
 
-	if (c && claimant(b, ni, c) == WLK_NIL)
+	if (c && claim_of(b, ni, c) == WLK_NIL)
 		uatomic_cmpxchg(&n->waiter, c, 0);
 }
 
@@ -189,7 +204,7 @@ void wlk__fast_unclaim(struct wlk__bucket *b, uint32_t ri)
 {
 	uint32_t ni = wlk__req(b, ri)->name;
 
-	if (ni < b->geo.max_names && claimant(b, ni, uatomic_read(
+	if (ni < b->geo.max_names && claim_of(b, ni, uatomic_read(
 				     &wlk__name(b, ni)->waiter)) == ri)
 		uatomic_set(&wlk__name(b, ni)->waiter, 0);
 }

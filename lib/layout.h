@@ -111,8 +111,8 @@ enum wlk_slot_state {
  *
  * One request may wait behind the holder without the mutex (a fast
  * waiter): it claims the name's waiter word (CAS 0 to its slot + 1, gen
- * and SHARED, same bits as the fast word) and then sets WAIT in the fast
- * word by CAS. A claim without WAIT is nobody's turn yet: an enlisting
+ * and SHARED, the same bits as in the fast word, and the rest of the gen:
+ * WLK_CLAIM) and then sets WAIT in the fast word by CAS. A claim without WAIT is nobody's turn yet: an enlisting
  * request, or one that died or gave up before WAIT. With WAIT set, the
  * holder's release is a handoff: one CAS makes the waiter the holder and
  * clears WAIT; the old holder then clears the waiter word. The waiter
@@ -143,6 +143,20 @@ enum wlk_slot_state {
 #define WLK_FAST_WHO_MASK                                                     \
 	(WLK_FAST_SHARED | (WLK_FAST_HOLDER_MASK << WLK_FAST_HOLDER_SHIFT) |  \
 	 WLK_FAST_SGEN_MASK)
+/*
+ * The waiter word (a claim) is a holder part plus the rest of the slot's
+ * gen above it (bits 54..35): a claim's value comes back only after 2^29
+ * claims of one slot, so a CAS that clears an old claim cannot clear a
+ * new one.
+ */
+#define WLK_CLAIM_GEN_SHIFT 35u
+#define WLK_CLAIM(who, gen)                                                   \
+	((who) | ((uint64_t)((gen) >> WLK_FAST_HOLDER_SHIFT)                  \
+		  << WLK_CLAIM_GEN_SHIFT))
+#define WLK_CLAIM_MASK (WLK_FAST_WHO_MASK | (0xfffffull << WLK_CLAIM_GEN_SHIFT))
+#define WLK_CLAIM_GEN(c)                                                      \
+	((uint32_t)(((c) >> WLK_CLAIM_GEN_SHIFT) << WLK_FAST_HOLDER_SHIFT) |  \
+	 WLK_FAST_SGEN(c))
 #define WLK_FAST(ngen, on, slot1, sgen)                                       \
 	(((uint64_t)(ngen) << WLK_FAST_GEN_SHIFT) | ((on) ? WLK_FAST_ON : 0) | \
 	 ((uint64_t)(slot1) << WLK_FAST_HOLDER_SHIFT) |                        \

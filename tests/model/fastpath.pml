@@ -187,8 +187,18 @@ acquire:
 		tries++
 	:: else -> break
 	od;
-	st[me] = RES;				/* slot_unclaim() */
-	goto obtain;
+	/* Give the slot back, unless an inflation adopted our claim, taking
+	 * it for the waiter's behind a stale WAIT: then it is queued. */
+	atomic {
+		if
+		:: st[me] == FAST -> st[me] = RES; ok = true
+		:: else -> ok = false
+		fi
+	}
+	if
+	:: ok -> goto obtain
+	:: else -> goto settle
+	fi;
 
 await:	/* wlk__fast_await(): handed the name, inflated, or out of spin */
 	if
