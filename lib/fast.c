@@ -28,14 +28,6 @@
 _Static_assert(WLK_LIMIT_MAX_REQUESTS + 1ull <= WLK_FAST_HOLDER_MASK,
 	       "a fast word holds any request slot + 1");
 
-static uint64_t fast_load(const uint64_t *f)
-{
-	uint64_t v = uatomic_read(f);
-
-	cmm_smp_rmb();
-	return v;
-}
-
 /*
  * Find @name without the mutex. The hash chains may change under us, so
  * the walk is bounded, every index checked, and a match is only believed
@@ -195,8 +187,9 @@ static void lane_back(struct wlk_manager *m, struct wlk_lock *l)
 	uatomic_set(&lane->state, WLK_LANE_READY);
 }
 
-/* Give a claimed slot whose lock was released back to its lane. */
-static void slot_unclaim(struct wlk_manager *m, struct wlk_lock *l)
+/* Give @l's claimed slot back to its lane: its lock was released, or (under
+ * the mutex, wait.c) its fast wait was never adopted. */
+void wlk__slot_unclaim(struct wlk_manager *m, struct wlk_lock *l)
 {
 	wlk__word_store(&wlk__req(m->b, l->slot)->word,
 			WLK_WORD(l->gen, WLK_SLOT_RESERVED));
@@ -275,7 +268,7 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l, bool may_wait)
 		return 1;
 	n = wlk__name(b, ni);
 	on = WLK_FAST(ngen, 1, 0, 0);
-	f = fast_load(&n->fast);
+	f = wlk__fast_load(&n->fast);
 	if (f != on && !(may_wait && waitable(f, on, l->mode))) {
 		/* A remembered entry that went (evicted, reused) is no sign
 		 * of contention: forget it, and look the name up next time. */
@@ -301,7 +294,7 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l, bool may_wait)
 		} else if (may_wait && waitable(f, on, l->mode)) {
 			if (!enlist(n, f, claim))
 				return 2;
-			f = fast_load(&n->fast);
+			f = wlk__fast_load(&n->fast);
 		} else {
 			break;
 		}
@@ -377,9 +370,10 @@ int wlk__fast_release(struct wlk_lock *l)
 		 * the handoff (or an inflation, which clears ON first). */
 		uint64_t w = uatomic_read(&n->waiter);
 
+		uint64_t next = on | (w & WLK_FAST_WHO_MASK);
+
 		if (!WLK_FAST_HOLDER1(w) || (w & ~WLK_CLAIM_MASK) ||
-		    uatomic_cmpxchg(&n->fast, f, on | (w & WLK_FAST_WHO_MASK)) !=
-			    f)
+		    uatomic_cmpxchg(&n->fast, f, next) != f)
 			return 1;
 		WLK_FAILPOINT(fast_handoff_mid);
 		/* The waiter holds now; clear its claim for the next one
@@ -388,7 +382,7 @@ int wlk__fast_release(struct wlk_lock *l)
 	} else if (f != held) {
 		return 1;
 	}
-	slot_unclaim(m, l);
+	wlk__slot_unclaim(m, l);
 	l->fast = false;
 	return 0;
 }

@@ -7,14 +7,6 @@
  */
 #include "internal.h"
 
-static uint64_t fast_load(const uint64_t *f)
-{
-	uint64_t v = uatomic_read(f);
-
-	cmm_smp_rmb();
-	return v;
-}
-
 /*
  * wlk__fast_discard() - a fast lane's slot whose manager was closed while
  * it was in use: free it, unless it went already or is a held lock.
@@ -108,7 +100,7 @@ uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni, uint32_t *waiter)
 {
 	struct wlk_seg_name *n = wlk__name(b, ni);
 	uint32_t ngen = WLK_WORD_GEN(n->word);
-	uint64_t f = fast_load(&n->fast);
+	uint64_t f = wlk__fast_load(&n->fast);
 
 	*waiter = WLK_NIL;
 	while (f & WLK_FAST_ON) {
@@ -186,13 +178,13 @@ void wlk__name_deflate(struct wlk__bucket *b, uint32_t ni)
 /* Under the mutex: whether request @ri holds name @ni by its fast word. */
 bool wlk__fast_holds(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
 {
-	return holder_of(b, ni, fast_load(&wlk__name(b, ni)->fast)) == ri;
+	return holder_of(b, ni, wlk__fast_load(&wlk__name(b, ni)->fast)) == ri;
 }
 
 /* Under the mutex: whether request @ri is name @ni's fast waiter. */
 bool wlk__fast_waits(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
 {
-	return waiter_of(b, ni, fast_load(&wlk__name(b, ni)->fast)) == ri;
+	return waiter_of(b, ni, wlk__fast_load(&wlk__name(b, ni)->fast)) == ri;
 }
 
 /*

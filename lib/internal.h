@@ -351,6 +351,16 @@ void wlk__bucket_put(struct wlk__bucket *b) WLK_INTERNAL;
 unsigned long wlk__fork_gen(void) WLK_INTERNAL;
 
 /* fast.c, inflate.c: the fast path (layout.h, FAST PATH) and its mutex side. */
+
+/* A name's fast word, and what it publishes. */
+static inline uint64_t wlk__fast_load(const uint64_t *f)
+{
+	uint64_t v = uatomic_read(f);
+
+	cmm_smp_rmb();
+	return v;
+}
+void wlk__slot_unclaim(struct wlk_manager *m, struct wlk_lock *l) WLK_INTERNAL;
 int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l,
 		      bool may_wait) WLK_INTERNAL;
 int wlk__fast_await(struct wlk_manager *m, struct wlk_lock *l) WLK_INTERNAL;

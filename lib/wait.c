@@ -52,7 +52,8 @@ static bool spin_grant(const uint32_t *word, uint32_t gen)
 	end = wlk__now_ns() + WLK_SPIN_NS;
 	do {
 		for (int i = 0; i < WLK_SPIN_CHECK; i++) {
-			if (wlk__word_load(word) != WLK_WORD(gen, WLK_SLOT_PENDING))
+			if (wlk__word_load(word) !=
+			    WLK_WORD(gen, WLK_SLOT_PENDING))
 				return true;
 			caa_cpu_relax();
 		}
@@ -224,7 +225,6 @@ int wlk__settle(struct wlk_manager *m, struct wlk_lock *l, bool *got)
 	static const struct wlk_options none; /* fast waiters have none */
 	struct wlk__bucket *b = m->b;
 	struct wlk_seg_name *n = wlk__name(b, l->fast_name);
-	struct wlk__lane *lane = &m->lanes[l->lane];
 	struct wlk__wake wake;
 	struct wlk__watch watch;
 	uint32_t w;
@@ -237,11 +237,8 @@ int wlk__settle(struct wlk_manager *m, struct wlk_lock *l, bool *got)
 		rc = wlk__name_inflate(b, l->fast_name);
 	w = wlk__req(b, l->slot)->word;
 	if (!rc && w == WLK_WORD(l->gen, WLK_SLOT_FAST)) {
-		wlk__word_store(&wlk__req(b, l->slot)->word,
-				WLK_WORD(l->gen, WLK_SLOT_RESERVED));
+		wlk__slot_unclaim(m, l);
 		wlk__unlock(b, &wake);
-		lane->gen = l->gen;
-		uatomic_set(&lane->state, WLK_LANE_READY);
 		l->laned = false;
 		return 1;
 	}
