@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * t_poison.c - a segment that cannot be repaired is poisoned: its users get
- * WLK_ECORRUPT, and new openers get a fresh generation that works.
+ * WLK_ECORRUPT, and new openers get a fresh generation that works, with
+ * fencing tokens above the poisoned one's. Damage that can be repaired is.
  *
- * The test scribbles on the header geometry of a segment it is attached to
- * (as a buggy co-tenant would) and flags it for repair; repair refuses a
- * header that no longer matches the geometry validated at attach.
+ * The tests scribble on a segment they are attached to (as a buggy
+ * co-tenant would): on the header geometry, flagged for repair (repair
+ * refuses a header that no longer matches the geometry validated at
+ * attach), on the segment state, or on a free name slot.
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common.h"
@@ -132,4 +136,127 @@ Test(poison, unrepairable_segment_is_replaced_by_a_new_generation,
 	cr_assert_neq(access(gen1, F_OK), 0);
 	t_pipe_close(&p[0]);
 	t_pipe_close(&p[1]);
+}
+
+/* The whole segment file at @path, mapped shared; its size in *@size. */
+static uint8_t *map_segment(const char *path, size_t *size)
+{
+	int fd = open(path, O_RDWR);
+	struct stat st;
+	uint8_t *base;
+
+	cr_assert_geq(fd, 0, "open %s", path);
+	cr_assert_eq(fstat(fd, &st), 0);
+	base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+		    MAP_SHARED, fd, 0);
+	cr_assert_neq(base, MAP_FAILED);
+	close(fd);
+	*size = (size_t)st.st_size;
+	return base;
+}
+
+static struct wlk_seg_name *name_slot(uint8_t *base, uint32_t i)
+{
+	const struct wlk_seg_header *h = (const void *)base;
+
+	return (struct wlk_seg_name *)(void *)(base + h->off_names +
+					       (size_t)i * h->name_stride);
+}
+
+/* The entry of the one-byte name @c. */
+static struct wlk_seg_name *name_of(uint8_t *base, char c)
+{
+	const struct wlk_seg_header *h = (const void *)base;
+
+	for (uint32_t i = 0; i < h->max_names; i++) {
+		struct wlk_seg_name *n = name_slot(base, i);
+
+		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED && n->len == 1 &&
+		    *(const char *)(n + 1) == c)
+			return n;
+	}
+	cr_assert_fail("no entry for \"%c\"", c);
+	return NULL;
+}
+
+/*
+ * A free name slot with a state no slot has is freed again by the repair
+ * that finding it asks for: new names work from then on.
+ */
+Test(poison, free_name_slot_with_a_bad_state_is_repaired, T_FIX,
+     .timeout = 20)
+{
+	struct wlk_manager *m = t_open();
+	struct wlk_seg_header *h;
+	struct wlk_seg_name *n;
+	struct wlk_lock *l;
+	char path[512];
+	uint8_t *base;
+	size_t size;
+	int rc;
+
+	T_ASSERT_RC(wlk_acquire(m, "a", 1, NULL, &l), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
+	cr_assert(mapped_segment(path, sizeof(path)));
+	base = map_segment(path, &size);
+	h = (struct wlk_seg_header *)(void *)base;
+	cr_assert_lt(h->free_names, h->max_names);
+	n = name_slot(base, h->free_names);
+	cr_assert_eq(WLK_WORD_STATE(n->word), WLK_SLOT_FREE);
+	n->word = (n->word & ~WLK_STATE_MASK) | WLK_SLOT_PENDING;
+	munmap(base, size);
+
+	/* The first new name finds it (and may fail); the rest work. */
+	rc = wlk_acquire(m, "b", 1, NULL, &l);
+	cr_assert(rc == 0 || rc == WLK_ECORRUPT, "first: %s", t_ename(rc));
+	if (!rc)
+		T_ASSERT_RC(wlk_release(l), 0);
+	for (char c = 'c'; c < 'c' + 4; c++) {
+		rc = wlk_acquire(m, &c, 1, NULL, &l);
+		cr_assert_eq(rc, 0, "new name %c: %s", c, t_ename(rc));
+		T_ASSERT_RC(wlk_release(l), 0);
+	}
+	T_ASSERT_RC(wlk_acquire(m, "a", 1, NULL, &l), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
+	t_assert_valid(m, "after the repair");
+}
+
+/*
+ * A name slot in use whose state word is damaged is freed by the repair;
+ * the name's next entry still gives tokens above the ones it gave.
+ */
+Test(poison, damaged_name_slot_keeps_its_tokens_rising, T_FIX,
+     .timeout = 20)
+{
+	struct wlk_manager *m = t_open();
+	struct wlk_seg_header *h;
+	struct wlk_seg_name *n;
+	struct wlk_lock *l;
+	char path[512];
+	uint64_t last = 0;
+	uint8_t *base;
+	size_t size;
+
+	for (int i = 0; i < 3; i++) {
+		T_ASSERT_RC(wlk_acquire(m, "a", 1, NULL, &l), 0);
+		last = wlk_lock_token(l);
+		T_ASSERT_RC(wlk_release(l), 0);
+	}
+	cr_assert(mapped_segment(path, sizeof(path)));
+	base = map_segment(path, &size);
+	h = (struct wlk_seg_header *)(void *)base;
+	n = name_of(base, 'a');
+	n->word = (n->word & ~WLK_STATE_MASK) | WLK_SLOT_PENDING;
+	__atomic_store_n(&h->needs_repair, 1, __ATOMIC_SEQ_CST);
+	munmap(base, size);
+
+	/* A new name takes the mutex, which repairs first. */
+	T_ASSERT_RC(wlk_acquire(m, "b", 1, NULL, &l), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
+	T_ASSERT_RC(wlk_acquire(m, "a", 1, NULL, &l), 0);
+	cr_assert_gt(wlk_lock_token(l), last, "token %llu after %llu",
+		     (unsigned long long)wlk_lock_token(l),
+		     (unsigned long long)last);
+	T_ASSERT_RC(wlk_release(l), 0);
+	t_assert_valid(m, "after the repair");
 }
