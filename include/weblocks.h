@@ -74,8 +74,8 @@
  *    robust mutex owner-dead: the next locker rebuilds every derived
  *    structure from the per-slot state words, redoes an interrupted steal,
  *    reaps dead agents and wakes every waiter. A segment that cannot be
- *    repaired is marked poisoned (its users get WLK_ECORRUPT) and new
- *    openers get a fresh generation of it.
+ *    repaired, or whose state word is damaged, is marked poisoned (its
+ *    users get WLK_ECORRUPT) and new openers get a fresh generation of it.
  *  - Not supported: processes in another PID namespace (refused at open
  *    with WLK_ESECURITY: robust mutex owners are namespace-local thread
  *    ids), other users (WLK_ESECURITY), checkpoint/restore (CRIU), and more

@@ -265,11 +265,46 @@ static int validate(struct wlk__bucket *b, const char *origin,
 	/* Robust mutex owners are namespace-local thread ids. */
 	if (!wlk__same_pidns(h))
 		return WLK_ESECURITY;
-	if (uatomic_read(&h->seg_state) == WLK_SEG_POISONED)
+	/* Any state but READY is one its users already fail on (mutex.c):
+	 * a damaged one is poisoned as well, and openers move on. */
+	if (uatomic_read(&h->seg_state) != WLK_SEG_READY)
 		return SEG_BROKEN;
 	if (!wlk__header_ident_eq(h, origin, o))
 		return SEG_FOREIGN;
 	return 0;
+}
+
+/*
+ * Switch off the fast path of every name of a segment being poisoned
+ * (layout.h, FAST PATH): its users' uncontended acquires and releases then
+ * take the mutex and fail as everything else does, rather than go on
+ * granting beside the next generation (with tokens of their own). ON is
+ * cleared by CAS, as an inflation does; nothing under the mutex sets it
+ * again, since lockers of a poisoned segment do nothing. The geometry may
+ * be what is broken: entries are bounded by the mapping only, and a word
+ * that is no fast word is at worst changed in a segment nobody may use.
+ */
+static void fast_off_all(struct wlk__bucket *b)
+{
+	const struct wlk_seg_header *h = b->hdr;
+	const size_t fast = offsetof(struct wlk_seg_name, fast);
+	uint64_t off = h->off_names, stride = h->name_stride, n;
+
+	if (off < WLK_HEADER_SIZE || off >= b->geo.size || off % 8 ||
+	    stride < sizeof(struct wlk_seg_name) || stride % 8)
+		return;
+	n = (b->geo.size - off) / stride;
+	if (n > h->max_names)
+		n = h->max_names;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t *w = (uint64_t *)(void *)(b->base + off +
+						   i * stride + fast);
+		uint64_t f = uatomic_read(w), seen;
+
+		while ((f & WLK_FAST_ON) &&
+		       (seen = uatomic_cmpxchg(w, f, f & ~WLK_FAST_ON)) != f)
+			f = seen;
+	}
 }
 
 static int attach_existing(struct wlk__bucket *b, const char *origin,
@@ -296,8 +331,10 @@ static int attach_existing(struct wlk__bucket *b, const char *origin,
 	b->geo.size = (size_t)st.st_size; /* for munmap if validation fails */
 	rc = validate(b, origin, o, (size_t)st.st_size);
 	/* Its users must stop: they may trust a geometry no longer there. */
-	if (rc == SEG_BROKEN)
+	if (rc == SEG_BROKEN) {
 		uatomic_set(&b->hdr->seg_state, WLK_SEG_POISONED);
+		fast_off_all(b);
+	}
 	return rc;
 }
 

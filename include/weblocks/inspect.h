@@ -70,7 +70,8 @@ enum wlk_request_state {
  * @origin:          the bucket's origin.
  * @bucket:          the bucket's name.
  * @partition:       the bucket's partition.
- * @poisoned:        found unrepairable: its users get WLK_ECORRUPT.
+ * @poisoned:        found unrepairable, or its state is damaged: its users
+ *                   get WLK_ECORRUPT, new openers a new generation.
  * @needs_repair:    an operation found a bad index; the next locker
  *                   repairs.
  * @recovery_epoch:  repairs so far.

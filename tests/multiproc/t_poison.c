@@ -260,3 +260,51 @@ Test(poison, damaged_name_slot_keeps_its_tokens_rising, T_FIX,
 	T_ASSERT_RC(wlk_release(l), 0);
 	t_assert_valid(m, "after the repair");
 }
+
+/* A segment state that is neither ready nor poisoned is poisoning too. */
+Test(poison, damaged_segment_state_leads_to_a_new_generation,
+     .init = t_init, .timeout = 20)
+{
+	struct t_pipe p[2];
+	struct wlk_seg_header *h;
+	struct wlk_manager *m;
+	struct wlk_lock *l;
+	char path[512], gen1[600];
+	uint8_t *base;
+	size_t size;
+	pid_t pid;
+	int rc;
+
+	t_pipe_open(&p[0]);
+	t_pipe_open(&p[1]);
+	pid = t_fork(newcomer, p);
+	rc = wlk_manager_open(t_origin, NULL, &m);
+	cr_assert_eq(rc, 0, "open: %s", t_ename(rc));
+	/* "z" by the fast path, as the newcomer will take it. */
+	T_ASSERT_RC(wlk_acquire(m, "z", 1, NULL, &l), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
+	cr_assert(mapped_segment(path, sizeof(path)));
+	base = map_segment(path, &size);
+	h = (struct wlk_seg_header *)(void *)base;
+	__atomic_store_n(&h->seg_state, 7, __ATOMIC_SEQ_CST);
+	munmap(base, size);
+	rc = wlk_acquire(m, "x", 1, NULL, &l);
+	cr_assert_eq(rc, WLK_ECORRUPT, "acquire: %s", t_ename(rc));
+
+	cr_assert_eq(t_put_byte(p[1].wr, 'o'), 0);
+	cr_assert_eq(t_get_byte(p[0].rd), 'h', "newcomer did not get \"z\"");
+	snprintf(gen1, sizeof(gen1), "%s~1", path);
+	cr_assert_eq(access(gen1, F_OK), 0, "no %s", gen1);
+	/* Generation 0 grants nothing beside it, not by the fast path
+	 * either. */
+	rc = wlk_acquire(m, "z", 1, NULL, &l);
+	cr_assert_eq(rc, WLK_ECORRUPT, "\"z\" in the old generation: %s",
+		     t_ename(rc));
+	cr_assert_eq(t_put_byte(p[1].wr, 'r'), 0);
+	rc = t_wait(pid, 10000);
+	cr_assert_eq(rc, 0, "newcomer: exit status %#x", rc);
+	wlk_manager_close(m);
+	T_ASSERT_RC(wlk_bucket_remove(t_origin, NULL), 0);
+	t_pipe_close(&p[0]);
+	t_pipe_close(&p[1]);
+}
