@@ -76,7 +76,9 @@ enum wlk_request_state {
  *                   repairs.
  * @recovery_epoch:  repairs so far.
  * @reaped_agents:   dead processes reaped so far.
- * @last_token:      the largest fencing token given out so far.
+ * @last_token:      the largest fencing token given out so far, or the
+ *                   value this segment's tokens start above (see
+ *                   wlk_lock_token()) if that is larger.
  * @max_agents:      capacity of the agent (process) table.
  * @max_clients:     capacity of the client (manager) table.
  * @max_names:       capacity of the name table.

@@ -308,3 +308,85 @@ Test(poison, damaged_segment_state_leads_to_a_new_generation,
 	t_pipe_close(&p[0]);
 	t_pipe_close(&p[1]);
 }
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A new process: when told, open the bucket, take "t", send its token. */
+static int token_taker(void *arg)
+{
+	struct t_pipe *p = arg;
+	struct wlk_manager *m;
+	struct wlk_lock *l;
+	uint64_t token;
+
+	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'o', 7);
+	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 1);
+	T_CHILD_CHECK(wlk_acquire(m, "t", 1, NULL, &l) == 0, 2);
+	token = wlk_lock_token(l);
+	T_CHILD_CHECK(t_put(p[0].wr, &token, sizeof(token)) == 0, 3);
+	T_CHILD_CHECK(wlk_release(l) == 0, 4);
+	wlk_manager_close(m);
+	return 0;
+}
+
+/*
+ * The generation that replaces a poisoned one gives every name tokens
+ * above the ones the poisoned one gave: above the clock (where a new
+ * segment's tokens start), and above a token ahead of the clock (as after
+ * the clock was set back), read from the poisoned segment.
+ */
+Test(poison, new_generation_gives_tokens_above_the_poisoned_ones,
+     .init = t_init, .timeout = 20)
+{
+	uint64_t held, ahead = realtime_ns() + 3600 * 1000000000ull, token = 0;
+	struct t_pipe p[2];
+	struct wlk_manager *m;
+	struct wlk_lock *l, *lx;
+	char path[512];
+	uint8_t *base;
+	size_t size;
+	pid_t pid;
+	int rc;
+
+	t_pipe_open(&p[0]);
+	t_pipe_open(&p[1]);
+	pid = t_fork(token_taker, p);
+	rc = wlk_manager_open(t_origin, NULL, &m);
+	cr_assert_eq(rc, 0, "open: %s", t_ename(rc));
+	for (int i = 0; i < 3; i++) {
+		T_ASSERT_RC(wlk_acquire(m, "t", 1, NULL, &l), 0);
+		T_ASSERT_RC(wlk_release(l), 0);
+	}
+	T_ASSERT_RC(wlk_acquire(m, "t", 1, NULL, &l), 0);
+	held = wlk_lock_token(l);
+	cr_assert(mapped_segment(path, sizeof(path)));
+	base = map_segment(path, &size);
+	name_of(base, 't')->token = ahead;
+	munmap(base, size);
+	scribble(path);
+	rc = wlk_acquire(m, "x", 1, NULL, &lx);
+	cr_assert_eq(rc, WLK_ECORRUPT, "acquire: %s", t_ename(rc));
+
+	cr_assert_eq(t_put_byte(p[1].wr, 'o'), 0);
+	cr_assert_eq(t_get(p[0].rd, &token, sizeof(token), T_WAIT_MS), 0,
+		     "the newcomer did not get \"t\"");
+	cr_assert_gt(token, held, "token %llu after %llu",
+		     (unsigned long long)token, (unsigned long long)held);
+	cr_assert_gt(token, ahead, "token %llu after %llu",
+		     (unsigned long long)token, (unsigned long long)ahead);
+	rc = t_wait(pid, 10000);
+	cr_assert_eq(rc, 0, "newcomer: exit status %#x", rc);
+	rc = wlk_release(l);
+	cr_assert_eq(rc, WLK_ECORRUPT, "release in the old generation: %s",
+		     t_ename(rc));
+	wlk_manager_close(m);
+	T_ASSERT_RC(wlk_bucket_remove(t_origin, NULL), 0);
+	t_pipe_close(&p[0]);
+	t_pipe_close(&p[1]);
+}
