@@ -262,8 +262,8 @@ Test(poison, damaged_name_slot_keeps_its_tokens_rising, T_FIX,
 }
 
 /* A segment state that is neither ready nor poisoned is poisoning too. */
-Test(poison, damaged_segment_state_leads_to_a_new_generation,
-     .init = t_init, .timeout = 20)
+Test(poison, damaged_segment_state_leads_to_a_new_generation, T_FIX,
+     .timeout = 20)
 {
 	struct t_pipe p[2];
 	struct wlk_seg_header *h;
@@ -341,8 +341,8 @@ static int token_taker(void *arg)
  * segment's tokens start), and above a token ahead of the clock (as after
  * the clock was set back), read from the poisoned segment.
  */
-Test(poison, new_generation_gives_tokens_above_the_poisoned_ones,
-     .init = t_init, .timeout = 20)
+Test(poison, new_generation_gives_tokens_above_the_poisoned_ones, T_FIX,
+     .timeout = 20)
 {
 	uint64_t held, ahead = realtime_ns() + 3600 * 1000000000ull, token = 0;
 	struct t_pipe p[2];
