@@ -74,8 +74,8 @@
  *    robust mutex owner-dead: the next locker rebuilds every derived
  *    structure from the per-slot state words, redoes an interrupted steal,
  *    reaps dead agents and wakes every waiter. A segment that cannot be
- *    repaired is marked poisoned (its users get WLK_ECORRUPT) and new
- *    openers get a fresh generation of it.
+ *    repaired, or whose state word is damaged, is marked poisoned (its
+ *    users get WLK_ECORRUPT) and new openers get a fresh generation of it.
  *  - Not supported: processes in another PID namespace (refused at open
  *    with WLK_ESECURITY: robust mutex owners are namespace-local thread
  *    ids), other users (WLK_ESECURITY), checkpoint/restore (CRIU), and more
@@ -473,6 +473,27 @@ WLK_EXPORT bool wlk_lock_stolen(const struct wlk_lock *lock);
  * writes from a holder that lost its lock (stolen, or released by close) to
  * a later one. Tokens of different names are not ordered with each other
  * (each name counts on its own, which keeps names independent).
+ *
+ * This holds for as long as the bucket is in use, also when its segment is
+ * created again: re-initialised by the next opener after every process
+ * closed it (or by shm-inspect check --repair), created afresh after
+ * wlk_bucket_remove(), or replaced by a new generation after it was
+ * poisoned. A segment's tokens start above its creation time in
+ * nanoseconds (CLOCK_REALTIME) and above every token that the bucket's
+ * earlier segments still there hold, and rise by one a grant, far slower
+ * than the clock. So tokens are large numbers, not counts of grants, and
+ * not above the realtime clock at their grant unless it was set back.
+ *
+ * The one case left is a clock set back: if CLOCK_REALTIME is set back to
+ * before a token was given, and the bucket's segment is then created
+ * afresh (after wlk_bucket_remove(), or a reboot emptied /dev/shm: nothing
+ * is left to carry forward), that segment's tokens can stay below the one
+ * given before. No holder of the removed segment is left (a segment is
+ * removed only when no process has it open), so a resource that stored
+ * that token refuses the new holders, but never lets an old one in. It can
+ * tell: while a stored token is above the current CLOCK_REALTIME in
+ * nanoseconds, the clock has gone back since it was given. A resource that
+ * knows the bucket was removed meanwhile may then forget the stored token.
  *
  * Context: thread-safe; never sleeps.
  *

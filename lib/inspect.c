@@ -190,7 +190,7 @@ WLK_EXPORT int wlk_inspect_open(const char *origin,
 		}
 		wlk_inspect_close(found);
 		found = in;
-		if (uatomic_read(&in->b.hdr->seg_state) != WLK_SEG_POISONED)
+		if (uatomic_read(&in->b.hdr->seg_state) == WLK_SEG_READY)
 			break;
 	}
 	if (!found)

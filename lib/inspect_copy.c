@@ -334,7 +334,7 @@ static int build(struct wlk_inspect *in, struct snap *s)
 		.created_realtime_ns = h->created_ns,
 		.origin = s->origin, .bucket = s->bucket,
 		.partition = s->partition,
-		.poisoned = h->seg_state == WLK_SEG_POISONED,
+		.poisoned = h->seg_state != WLK_SEG_READY,
 		.needs_repair = h->needs_repair != 0,
 		.recovery_epoch = h->recovery_epoch,
 		.reaped_agents = h->reaped_agents,

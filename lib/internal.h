@@ -332,6 +332,13 @@ void wlk__generation_name(char *dst, const char *base, unsigned int gen)
 
 /* segment.c */
 #define WLK__SEG_BROKEN (-EBADMSG) /* header geometry does not add up */
+/*
+ * Fencing tokens at or above this are damage, never carried into a new
+ * segment or a new name entry: it leaves 2^63 grants before a wrap, and
+ * CLOCK_REALTIME in nanoseconds (where a segment's tokens start) reaches it
+ * in 2262.
+ */
+#define WLK_TOKEN_DAMAGED (1ull << 63)
 int wlk__header_check(struct wlk__bucket *b, size_t file_size) WLK_INTERNAL;
 int wlk__ofd_lock(int fd, short type, off_t byte, bool wait) WLK_INTERNAL;
 bool wlk__same_pidns(const struct wlk_seg_header *h) WLK_INTERNAL;

@@ -63,18 +63,33 @@ static void rebuild_clients(struct wlk__bucket *b)
 	}
 }
 
+/*
+ * A name slot whose word or length is damaged is freed, gen + 1, as an
+ * evicted one is: a new entry of its name (if it was one) must still give
+ * tokens above the ones it gave (wlk_lock_token()).
+ */
+static void name_drop(struct wlk__bucket *b, struct wlk_seg_name *n)
+{
+	struct wlk_seg_header *h = b->hdr;
+	uint64_t t = uatomic_read(&n->token);
+
+	if (t < WLK_TOKEN_DAMAGED && t > h->next_token)
+		h->next_token = t;
+	n->word = WLK_WORD(WLK_WORD_GEN(n->word) + 1, WLK_SLOT_FREE);
+}
+
 /* Names: clear derived fields, re-hash; their lists come after requests. */
 static void rebuild_names(struct wlk__bucket *b)
 {
 	for (uint32_t i = 0; i < b->geo.max_names; i++) {
 		struct wlk_seg_name *n = wlk__name(b, i);
+		uint32_t state = WLK_WORD_STATE(n->word);
 
 		wlk__name_reset(n);
-		if (WLK_WORD_STATE(n->word) != WLK_SLOT_USED)
+		if (state == WLK_SLOT_FREE)
 			continue;
-		if (n->len > b->geo.max_name_len) {
-			n->word = WLK_WORD(WLK_WORD_GEN(n->word) + 1,
-					   WLK_SLOT_FREE);
+		if (state != WLK_SLOT_USED || n->len > b->geo.max_name_len) {
+			name_drop(b, n);
 			continue;
 		}
 		n->hash = wlk__name_hash(b, wlk__name_bytes(n), n->len);

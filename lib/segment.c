@@ -121,9 +121,13 @@ static void set_ident(char *dst, uint32_t *len, const char *src)
 	memcpy(dst, src, *len);
 }
 
-/* Initialise a segment nobody is attached to, from scratch. */
+/*
+ * Initialise a segment nobody is attached to, from scratch; its tokens
+ * start above @mark.
+ */
 static int create(struct wlk__bucket *b, const char *origin,
-		  const struct wlk_manager_options *o, const struct wlk__geo *g)
+		  const struct wlk_manager_options *o, const struct wlk__geo *g,
+		  uint64_t mark)
 {
 	struct wlk_seg_header *h;
 	int rc;
@@ -165,6 +169,7 @@ static int create(struct wlk__bucket *b, const char *origin,
 	h->off_requests = g->off_requests;
 	h->off_hash = g->off_hash;
 	h->created_ns = wlk__realtime_ns();
+	h->next_token = mark > h->created_ns ? mark : h->created_ns;
 	set_ident(h->origin, &h->origin_len, origin);
 	set_ident(h->bucket, &h->bucket_len,
 		  o && o->bucket ? o->bucket : WLK_DEFAULT_BUCKET);
@@ -265,11 +270,46 @@ static int validate(struct wlk__bucket *b, const char *origin,
 	/* Robust mutex owners are namespace-local thread ids. */
 	if (!wlk__same_pidns(h))
 		return WLK_ESECURITY;
-	if (uatomic_read(&h->seg_state) == WLK_SEG_POISONED)
+	/* Any state but READY is one its users already fail on (mutex.c):
+	 * a damaged one is poisoned as well, and openers move on. */
+	if (uatomic_read(&h->seg_state) != WLK_SEG_READY)
 		return SEG_BROKEN;
 	if (!wlk__header_ident_eq(h, origin, o))
 		return SEG_FOREIGN;
 	return 0;
+}
+
+/*
+ * Switch off the fast path of every name of a segment being poisoned
+ * (layout.h, FAST PATH): its users' uncontended acquires and releases then
+ * take the mutex and fail as everything else does, rather than go on
+ * granting beside the next generation (with tokens of their own). ON is
+ * cleared by CAS, as an inflation does; nothing under the mutex sets it
+ * again, since lockers of a poisoned segment do nothing. The geometry may
+ * be what is broken: entries are bounded by the mapping only, and a word
+ * that is no fast word is at worst changed in a segment nobody may use.
+ */
+static void fast_off_all(struct wlk__bucket *b)
+{
+	const struct wlk_seg_header *h = b->hdr;
+	const size_t fast = offsetof(struct wlk_seg_name, fast);
+	uint64_t off = h->off_names, stride = h->name_stride, n;
+
+	if (off < WLK_HEADER_SIZE || off >= b->geo.size || off % 8 ||
+	    stride < sizeof(struct wlk_seg_name) || stride % 8)
+		return;
+	n = (b->geo.size - off) / stride;
+	if (n > h->max_names)
+		n = h->max_names;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t *w = (uint64_t *)(void *)(b->base + off +
+						   i * stride + fast);
+		uint64_t f = uatomic_read(w), seen;
+
+		while ((f & WLK_FAST_ON) &&
+		       (seen = uatomic_cmpxchg(w, f, f & ~WLK_FAST_ON)) != f)
+			f = seen;
+	}
 }
 
 static int attach_existing(struct wlk__bucket *b, const char *origin,
@@ -296,8 +336,10 @@ static int attach_existing(struct wlk__bucket *b, const char *origin,
 	b->geo.size = (size_t)st.st_size; /* for munmap if validation fails */
 	rc = validate(b, origin, o, (size_t)st.st_size);
 	/* Its users must stop: they may trust a geometry no longer there. */
-	if (rc == SEG_BROKEN)
+	if (rc == SEG_BROKEN) {
 		uatomic_set(&b->hdr->seg_state, WLK_SEG_POISONED);
+		fast_off_all(b);
+	}
 	return rc;
 }
 
@@ -347,6 +389,102 @@ static bool superseded(const struct wlk__bucket *b, unsigned int gen)
 	return stat(path, &st) == 0;
 }
 
+/*
+ * FENCING TOKENS ACROSS SEGMENTS (wlk_lock_token()). Within a segment a
+ * name's tokens rise by one a grant, and a new entry starts at next_token,
+ * above every entry evicted before it. A bucket's segment is created again
+ * when nobody has it open (its content is stale), after it was removed,
+ * and as the next generation after poisoning; tokens must still rise. So
+ * next_token starts at the creation time in nanoseconds (CLOCK_REALTIME):
+ * a segment's tokens then stay below the clock, since no name is granted
+ * anywhere near once a nanosecond, unless the clock is set back. And it
+ * starts above every token the bucket's segments still there hold: the
+ * stale content replaced and every other generation. That covers a clock
+ * set back too, unless the bucket was removed (or /dev/shm emptied).
+ */
+
+/* Bytes read at a time when looking for tokens in a segment file. */
+#define MARK_CHUNK 8192u
+
+/*
+ * The largest fencing token segment file @fd holds, or 0. It is read, not
+ * mapped: a file we hold no lock of may shrink meanwhile. Its content is
+ * untrusted, and may be damaged (a poisoned generation): every read is
+ * bounded by the file's size, and damaged tokens are passed over.
+ */
+static uint64_t token_mark_fd(int fd)
+{
+	const size_t tok = offsetof(struct wlk_seg_name, token);
+	struct wlk_seg_header h;
+	uint8_t buf[MARK_CHUNK];
+	uint64_t mark = 0, off, stride, n, per;
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 ||
+	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    memcmp(h.magic, WLK_SEG_MAGIC, WLK_SEG_MAGIC_LEN) != 0 ||
+	    h.layout_version != WLK_LAYOUT_VERSION || h.abi_sig != WLK_ABI_SIG)
+		return 0;
+	if (h.next_token < WLK_TOKEN_DAMAGED)
+		mark = h.next_token;
+	off = h.off_names;
+	stride = h.name_stride;
+	if (off < WLK_HEADER_SIZE || off >= (uint64_t)st.st_size ||
+	    stride < sizeof(struct wlk_seg_name))
+		return mark;
+	n = ((uint64_t)st.st_size - off) / stride;
+	if (n > h.max_names)
+		n = h.max_names;
+	per = stride <= sizeof(buf) ? sizeof(buf) / stride : 1;
+	for (uint64_t i = 0; i < n; i += per) {
+		uint64_t k = n - i < per ? n - i : per;
+		size_t len = (size_t)((k - 1) * stride + tok + sizeof(mark));
+
+		if (pread(fd, buf, len, (off_t)(off + i * stride)) !=
+		    (ssize_t)len)
+			break;
+		for (uint64_t j = 0; j < k; j++) {
+			uint64_t t;
+
+			memcpy(&t, buf + j * stride + tok, sizeof(t));
+			if (t < WLK_TOKEN_DAMAGED && t > mark)
+				mark = t;
+		}
+	}
+	return mark;
+}
+
+/*
+ * The largest fencing token the bucket's segments hold: generation @gen,
+ * whose file b->fd is and which is about to be initialised, and the others.
+ */
+static uint64_t token_mark(const struct wlk__bucket *b, unsigned int gen)
+{
+	char name[WLK_SHM_NAME_MAX];
+	uint64_t mark = token_mark_fd(b->fd);
+
+	for (unsigned int i = 0; i < WLK_MAX_GENERATIONS; i++) {
+		unsigned int mode;
+		uint64_t t;
+		int fd;
+
+		if (i == gen)
+			continue;
+		wlk__generation_name(name, b->base_name, i);
+		/* Non-blocking: a FIFO squatting the name is not waited on. */
+		fd = shm_open(name, O_RDONLY | O_NONBLOCK, 0);
+		if (fd < 0)
+			continue;
+		if (check_file(fd, ALLOWED_MODE, &mode) == 0) {
+			t = token_mark_fd(fd);
+			if (t > mark)
+				mark = t;
+		}
+		close(fd);
+	}
+	return mark;
+}
+
 /* One attempt; -EAGAIN asks the caller to start over. */
 static int attach_once(struct wlk__bucket *b, const char *origin,
 		       const struct wlk_manager_options *o,
@@ -383,7 +521,7 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 		rc = SEG_SUPERSEDED;
 	} else if (rc == 0) {
 		/* Nobody is attached: whatever is there is stale. */
-		rc = create(b, origin, o, g);
+		rc = create(b, origin, o, g, token_mark(b, gen));
 		if (!rc)
 			rc = wlk__ofd_lock(b->fd, F_RDLCK, WLK_LOCK_ATTACH, false);
 	} else if (rc == -EBUSY) {

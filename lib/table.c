@@ -168,8 +168,9 @@ static int name_evict(struct wlk__bucket *b)
 		return rc;
 	n = wlk__name(b, ni);
 	/* Later grants of a new entry for this name must still be above
-	 * every token it gave (wlk_lock_token()). */
-	if (n->token > h->next_token)
+	 * every token it gave (wlk_lock_token()); a damaged one is not
+	 * carried to every new name. */
+	if (n->token < WLK_TOKEN_DAMAGED && n->token > h->next_token)
 		h->next_token = n->token;
 	link = chain_head(b, n->hash);
 	for (uint32_t steps = 0; *link != ni; steps++) {

@@ -70,12 +70,15 @@ enum wlk_request_state {
  * @origin:          the bucket's origin.
  * @bucket:          the bucket's name.
  * @partition:       the bucket's partition.
- * @poisoned:        found unrepairable: its users get WLK_ECORRUPT.
+ * @poisoned:        found unrepairable, or its state is damaged: its users
+ *                   get WLK_ECORRUPT, new openers a new generation.
  * @needs_repair:    an operation found a bad index; the next locker
  *                   repairs.
  * @recovery_epoch:  repairs so far.
  * @reaped_agents:   dead processes reaped so far.
- * @last_token:      the largest fencing token given out so far.
+ * @last_token:      the largest fencing token given out so far, or the
+ *                   value this segment's tokens start above (see
+ *                   wlk_lock_token()) if that is larger.
  * @max_agents:      capacity of the agent (process) table.
  * @max_clients:     capacity of the client (manager) table.
  * @max_names:       capacity of the name table.

@@ -1491,6 +1491,74 @@ Test(inspect, poisoned_segment_repaired_into_a_new_generation, T_FIX,
 	t_close(m);
 }
 
+/* CLOCK_REALTIME in nanoseconds. */
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Set the last token of @name in t_origin's segment (nobody attached). */
+static void plant_token(const char *name, uint64_t token)
+{
+	struct wlk_inspect_snapshot *s = NULL;
+	struct wlk_inspect *in = NULL;
+	struct wlk_seg_name *n;
+	struct stat st;
+	char *bytes;
+	int fd;
+
+	T_ASSERT_RC(wlk_inspect_open(t_origin, NULL, 0, &in), 0);
+	T_ASSERT_RC(wlk_inspect_snapshot(in, &s), 0);
+	fd = open(s->header.path, O_RDWR | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "%s: %s", s->header.path, strerror(errno));
+	wlk_inspect_snapshot_free(s);
+	wlk_inspect_close(in);
+	cr_assert_eq(fstat(fd, &st), 0);
+	bytes = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+		     MAP_SHARED, fd, 0);
+	cr_assert_neq(bytes, MAP_FAILED);
+	close(fd);
+	n = name_entry(bytes, name);
+	cr_assert_not_null(n, "no entry for \"%s\"", name);
+	n->token = token;
+	munmap(bytes, (size_t)st.st_size);
+}
+
+/*
+ * A repair that re-initialises the segment keeps the tokens of its names
+ * rising: above the clock (where a new segment's start), and above a token
+ * the old content holds that is ahead of the clock (as after the clock
+ * was set back).
+ */
+Test(inspect, repair_that_reinitialises_keeps_tokens_rising, T_FIX,
+     .timeout = 60)
+{
+	uint64_t token, ahead = realtime_ns() + 3600 * 1000000000ull;
+	struct wlk_manager *m;
+	struct wlk_lock *l = NULL;
+	struct run run;
+	struct kid k;
+
+	doomed_holder(&k, &token);
+	plant_token("x", ahead);
+	RUN(&run, "check", "--repair", t_origin);
+	expect_exit(&run, 0, "check --repair");
+	cr_assert_not_null(strstr(run.out, "re-initialised"), "%s", run.out);
+	run_free(&run);
+	m = t_open();
+	T_ASSERT_RC(wlk_acquire(m, "x", 1, NULL, &l), 0);
+	cr_assert_gt(wlk_lock_token(l), token);
+	cr_assert_gt(wlk_lock_token(l), ahead,
+		     "token %llu, the old segment had given %llu",
+		     (unsigned long long)wlk_lock_token(l),
+		     (unsigned long long)ahead);
+	T_ASSERT_RC(wlk_release(l), 0);
+	kid_close(&k);
+}
+
 Test(inspect, stolen_lock_listed_until_its_holder_releases, T_FIX,
      .timeout = 60)
 {

@@ -398,6 +398,46 @@ Test(queue, fencing_tokens_increase_across_managers_of_the_bucket, T_FIX,
 	cr_assert_gt(h.token, ta);
 }
 
+/* The token of one grant of @name in a manager opened and closed for it. */
+static uint64_t token_once(const char *name)
+{
+	struct wlk_manager *m = t_open();
+	struct wlk_lock *l = NULL;
+	uint64_t t;
+
+	T_ASSERT_RC(wlk_acquire(m, name, WLK_NUL_TERMINATED, NULL, &l), 0);
+	t = wlk_lock_token(l);
+	T_ASSERT_RC(wlk_release(l), 0);
+	t_close(m);
+	return t;
+}
+
+/*
+ * With nobody attached, the next opener re-initialises the segment; its
+ * tokens must still be above the last one's (a run-once tool that stores
+ * the token would otherwise see 1 every time).
+ */
+Test(queue, fencing_tokens_rise_when_the_segment_is_reinitialised, T_FIX,
+     .timeout = 10)
+{
+	uint64_t t1 = token_once("r"), t2 = token_once("r");
+
+	cr_assert_gt(t2, t1, "token %llu after %llu", (unsigned long long)t2,
+		     (unsigned long long)t1);
+	cr_assert_gt(token_once("r"), t2);
+}
+
+Test(queue, fencing_tokens_rise_when_the_bucket_is_removed_and_created_again,
+     T_FIX, .timeout = 10)
+{
+	uint64_t t1 = token_once("r"), t2;
+
+	T_ASSERT_RC(wlk_bucket_remove(t_origin, NULL), 0);
+	t2 = token_once("r");
+	cr_assert_gt(t2, t1, "token %llu after %llu", (unsigned long long)t2,
+		     (unsigned long long)t1);
+}
+
 static void assert_state(struct wlk_manager *m, size_t held, size_t pending)
 {
 	cr_assert_eq(t_held_n(m, NULL, 0), held);
