@@ -381,7 +381,9 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  * * %WLK_ENAMETOOLONG - @name is longer than the bucket's max_name_len.
  * * %WLK_ETIMEDOUT - @o->timeout_ns passed before the grant.
  * * %WLK_EFULL - the name or request table is full; nothing changed.
- * * %WLK_ECORRUPT - the segment failed validation or repair.
+ * * %WLK_ECORRUPT - the segment failed validation or repair, or the
+ *   request's slot was found damaged (then it is freed) or dropped by a
+ *   repair; nothing is left queued or held.
  * * -ENOMEM - out of memory.
  */
 WLK_EXPORT int wlk_request(struct wlk_manager *m, const char *name,
@@ -425,7 +427,10 @@ wlk_acquire(struct wlk_manager *m, const char *name, size_t name_len,
  * * %WLK_ESTOLEN - the lock had been stolen; nothing else was released.
  * * %WLK_ESTATE - the manager was closed (which released the lock already),
  *   or the handle was inherited through fork() (nothing was released).
- * * %WLK_ECORRUPT - the segment failed validation or repair.
+ * * %WLK_ECORRUPT - the segment failed validation or repair, or the lock's
+ *   request slot was damaged (its name index out of bounds): the slot is
+ *   freed and the repair that follows frees the name, which another request
+ *   may have been granted already. Never a crash.
  */
 WLK_EXPORT int wlk_release(struct wlk_lock *lock);
 

@@ -202,7 +202,8 @@ static int unhold(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
  * @keep: the slot goes back to its client's reserve (RESERVED, gen + 1)
  *        rather than to the free list: the releaser's lane takes it.
  * Return: 0; WLK_ESTOLEN if it had been stolen (the slot is freed and
- * nothing else changes); WLK_ESTATE if it is no longer ours; WLK_ECORRUPT.
+ * nothing else changes); WLK_ESTATE if it is no longer ours; WLK_ECORRUPT
+ * (a held slot whose name index is out of bounds is freed).
  */
 int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 		      bool keep, struct wlk__wake *wake)
@@ -213,10 +214,18 @@ int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 		return WLK_ESTATE;
 	w = wlk__req(b, ri)->word;
 	/* Held through the fast path: make it an ordinary lock first. */
-	if (w == WLK_WORD(gen, WLK_SLOT_FAST) &&
-	    wlk__req(b, ri)->name < b->geo.max_names) {
-		int rc = wlk__name_inflate(b, wlk__req(b, ri)->name);
+	if (w == WLK_WORD(gen, WLK_SLOT_FAST)) {
+		uint32_t ni = uatomic_read(&wlk__req(b, ri)->name);
+		int rc;
 
+		/* Its name index was damaged: which name it holds is not
+		 * known. Free it; the repair this asks for turns off the
+		 * fast word that may still name it. */
+		if (ni >= b->geo.max_names) {
+			wlk__req_free(b, ri);
+			return wlk__corrupt(b);
+		}
+		rc = wlk__name_inflate(b, ni);
 		if (rc)
 			return rc;
 		w = wlk__req(b, ri)->word;
