@@ -367,12 +367,16 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  * signal that finds the name held by one uncontended holder spins on the
  * name's entry, and that holder's release hands it the lock directly.
  *
+ * A lock stolen between its grant and the start of @cb is still a grant:
+ * @cb runs (wlk_lock_stolen() is true) and %WLK_ESTOLEN is returned.
+ *
  * Return: @cb's return value if @cb ran, except %WLK_ESTOLEN if the lock was
- * stolen while @cb ran and %WLK_ESTATE if the manager was closed while @cb
- * ran (the lock was released under it). Otherwise a negative code, and @cb
- * did not run:
+ * stolen before @cb returned and %WLK_ESTATE if the manager was closed while
+ * @cb ran (the lock was released under it). Otherwise a negative code, and
+ * @cb did not run:
  * * %WLK_EINVAL - @m, @name or @cb is NULL, or @o->mode is not a mode.
- * * %WLK_ESTATE - @m is closed or was inherited through fork().
+ * * %WLK_ESTATE - @m is closed (before or during the call) or was inherited
+ *   through fork().
  * * %WLK_ENOTSUPPORTED - @name starts with '-'; or steal is combined with
  *   if_available or %WLK_SHARED; or a signal or a timeout is combined with
  *   steal or if_available.
@@ -400,7 +404,10 @@ WLK_EXPORT int wlk_request(struct wlk_manager *m, const char *name,
  *            on success.
  *
  * The handle form of wlk_request(): the lock is held until wlk_release().
- * The signal and the timeout act until this function returns.
+ * The signal and the timeout act until this function returns. A lock
+ * stolen after its grant but before this returns is returned all the same,
+ * as on every path: wlk_lock_stolen() is true and wlk_release() returns
+ * %WLK_ESTOLEN (and frees its request slot).
  *
  * Context: as for wlk_request().
  *

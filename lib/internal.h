@@ -485,6 +485,7 @@ int wlk__settle(struct wlk_manager *m, struct wlk_lock *l, bool *got)
 	WLK_INTERNAL;
 int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 	WLK_INTERNAL;
+int wlk__dropped(struct wlk_manager *m) WLK_INTERNAL;
 
 /* request.c */
 int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,

@@ -152,6 +152,17 @@ int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 }
 
 /*
+ * wlk__dropped() - why a request of @m is gone from under its waiter: the
+ * manager was closed (WLK_ESTATE), which sets m->closed before it drops
+ * the client's requests under the segment mutex; or, with the manager
+ * open, a repair dropped it as damaged (WLK_ECORRUPT).
+ */
+int wlk__dropped(struct wlk_manager *m)
+{
+	return uatomic_read(&m->closed) ? WLK_ESTATE : WLK_ECORRUPT;
+}
+
+/*
  * Wait for the grant of @l's pending request (wait.c), giving up on the
  * options' timeout (@deadline) or signal. Return: 0 once held, else why
  * not (nothing is left queued or held).
@@ -183,7 +194,7 @@ int wlk__wait_for(struct wlk_manager *m, struct wlk_lock *l,
 	}
 	if (WLK_WORD_GEN(wlk__word_load(word)) != l->gen ||
 	    WLK_WORD_STATE(wlk__word_load(word)) < WLK_SLOT_HELD)
-		return WLK_ESTATE; /* dropped: the manager was closed */
+		return wlk__dropped(m);
 	/* Spec 4.4 step 14.1: an aborted signal still wins before the
 	 * callback runs; the lock is released at once. */
 	why = o->signal ? uatomic_read(&o->signal->reason) : 0;
@@ -215,10 +226,14 @@ void wlk__watch_init(struct wlk__bucket *b, struct wlk_lock *l,
  * under it. Inflating the name (again: idempotent) makes its request an
  * ordinary one, held or first in the queue; a request never adopted (its
  * claim on the waiter word was lost) asks again the mutex way; one
- * dropped meanwhile (manager closed) is gone. The lane stays BUSY with
- * the slot, as for an ordinary request in the lane's slot (request.c).
- * Return: 0 with *@got (held), 1 to ask again (the lane's slot is back in
- * it), or why not (nothing is left queued or held).
+ * dropped meanwhile is gone (wlk__dropped()). A request held may have been
+ * stolen already: a steal waiting for the mutex when the fast word handed
+ * it the name inflates the name first. That is a grant too, as on the
+ * mutex path (wlk__wait_for()): the release reports WLK_ESTOLEN and frees
+ * the slot. The lane stays BUSY with the slot, as for an ordinary request
+ * in the lane's slot (request.c).
+ * Return: 0 with *@got (held or stolen), 1 to ask again (the lane's slot
+ * is back in it), or why not (nothing is left queued or held).
  */
 int wlk__settle(struct wlk_manager *m, struct wlk_lock *l, bool *got)
 {
@@ -247,12 +262,13 @@ int wlk__settle(struct wlk_manager *m, struct wlk_lock *l, bool *got)
 	wlk__unlock(b, &wake);
 	if (rc)
 		return rc;
-	if (w == WLK_WORD(l->gen, WLK_SLOT_HELD)) {
+	if (w == WLK_WORD(l->gen, WLK_SLOT_HELD) ||
+	    w == WLK_WORD(l->gen, WLK_SLOT_STOLEN)) {
 		*got = true;
 		return 0;
 	}
 	if (w != WLK_WORD(l->gen, WLK_SLOT_PENDING))
-		return WLK_ESTATE; /* dropped: the manager was closed */
+		return wlk__dropped(m);
 	*got = true;
 	return wlk__wait_for(m, l, &none, 0, &watch);
 }

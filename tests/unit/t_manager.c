@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "../common.h"
+#include "layout.h"
 
 #define SHM_DIR "/dev/shm"
 #define MAX_SHM 4096
@@ -696,6 +698,46 @@ Test(manager, close_of_queued_exclusive_grants_shared_behind_it, T_FIX,
 	t_holder_join(&hb);
 	t_holder_join(&hc);
 	T_ASSERT_RC(wlk_release(la), 0);
+}
+
+/*
+ * WLK_ESTATE says the manager was closed. A request dropped from under its
+ * waiter while the manager is open was dropped by a repair (its slot was
+ * damaged): WLK_ECORRUPT.
+ */
+Test(manager, request_dropped_by_a_repair_is_ecorrupt_not_estate, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *a = t_open(), *b = t_open();
+	struct wlk_options t5 = {.timeout_ns = 5 * 1000000000ull};
+	struct wlk_seg_header *h;
+	struct wlk_seg_request *r;
+	struct wlk_lock *la = NULL;
+	struct t_holder hb;
+	uint32_t damaged = 0;
+	size_t size;
+
+	T_ASSERT_RC(wlk_acquire(a, "r", 1, NULL, &la), 0);
+	t_holder_start(&hb, b, "r", 1, &t5);
+	cr_assert(t_wait_pending(a, "r", 1, 1));
+	h = t_segment_map(&size);
+	r = (struct wlk_seg_request *)((char *)h + h->off_requests);
+	/* Its client generation no longer matches: the repair drops it. */
+	for (uint32_t i = 0; i < h->max_requests; i++) {
+		if (WLK_WORD_STATE(r[i].word) == WLK_SLOT_PENDING) {
+			r[i].client_gen++;
+			damaged++;
+		}
+	}
+	cr_assert_eq(damaged, 1);
+	__atomic_store_n(&h->needs_repair, 1, __ATOMIC_SEQ_CST);
+	cr_assert_eq(t_pending_n(a, "r", 1), 0, "not repaired");
+	cr_assert_eq(t_holder_wait_granted(&hb), 0);
+	T_ASSERT_RC(hb.acq_rc, WLK_ECORRUPT);
+	t_holder_join(&hb);
+	T_ASSERT_RC(wlk_release(la), 0);
+	T_ASSERT_RC(wlk_manager_validate(a, NULL, NULL), 0);
+	munmap(h, size);
 }
 
 Test(manager, segment_is_0600_under_umask_000, T_FIX, .timeout = 10)
