@@ -49,8 +49,10 @@
  *
  * TERMINATION MODEL (the spec's "terminate remaining locks and requests")
  *
- *  - A context ends with wlk_manager_close(): its locks are released, its
- *    requests dropped, and the requests behind them granted.
+ *  - A context ends with wlk_manager_close(): its requests are dropped,
+ *    then its locks released, and the requests behind them granted (in
+ *    that order, for a dead process's contexts too: none of its own
+ *    requests is granted on the way out).
  *  - A process ends by dying: any signal (SIGKILL included), a crash,
  *    exit() or _exit() without closing, or exec(). Its locks are released
  *    and its queued requests dropped without anyone calling anything. A
@@ -257,10 +259,14 @@ wlk_manager_open(const char *origin, const struct wlk_manager_options *o,
  * wlk_manager_close() - Terminate a context: drop its locks and requests.
  * @m: the manager, or NULL (no-op).
  *
- * Releases every lock the manager holds (the spec's "terminate remaining
- * locks and requests"), drops its queued requests, and grants and wakes the
- * requests that were waiting behind them. Threads blocked in wlk_request()
- * or wlk_acquire() on @m return %WLK_ESTATE. Lock handles of @m that are
+ * Terminates the manager's remaining locks and requests in the spec's order
+ * (2.6): first every request of @m still queued is dropped, then every lock
+ * it holds is released, and the requests waiting behind them are granted
+ * and woken. So no request of @m is granted on the way out, not even for an
+ * instant, and the fencing tokens go on from the last grant: a waiter
+ * behind a lock of @m gets the next token of the name, as if @m's queued
+ * requests had never been made. Threads blocked in wlk_request() or
+ * wlk_acquire() on @m return %WLK_ESTATE. Lock handles of @m that are
  * still outstanding stay valid objects: wlk_release() on them frees them and
  * returns %WLK_ESTATE. Memory is freed when the last thread and handle are
  * done with it.

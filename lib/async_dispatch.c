@@ -103,7 +103,7 @@ static void settle(struct wlk_manager *m, struct wlk_async *r, uint64_t now)
 	if (w == WLK_WORD(gen, WLK_SLOT_PENDING)) {
 		if (!why)
 			return;
-		rc = wlk__give_up(b, r->l->slot, gen);
+		rc = wlk__give_up(b, r->l->slot, gen, false);
 		if (rc <= 0) {
 			settle_as(r, rc ? rc : why);
 			return;

@@ -138,15 +138,21 @@ int wlk__wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
 	}
 }
 
-/* Give up on a request: abort it if still pending (spec 4.3). */
-int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
+/*
+ * Give up on a request: abort it if still pending (spec 4.3). @closing: its
+ * manager is closing, and this may come before the close drops the
+ * client's requests: then its other requests in the queue go too (spec
+ * 2.6), or aborting this one could grant the next of them.
+ */
+int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		 bool closing)
 {
 	struct wlk__wake wake;
 	int rc = wlk__lock(b, &wake);
 
 	if (rc)
 		return rc;
-	rc = wlk__abort_request(b, slot, gen, &wake);
+	rc = wlk__abort_request(b, slot, gen, closing, &wake);
 	wlk__unlock(b, &wake);
 	return rc;
 }
@@ -182,7 +188,8 @@ int wlk__wait_for(struct wlk_manager *m, struct wlk_lock *l,
 		why = wlk__wait_grant(m, l->slot, l->gen, o->signal,
 				      deadline, watch);
 		if (why)
-			rc = wlk__give_up(b, l->slot, l->gen);
+			rc = wlk__give_up(b, l->slot, l->gen,
+					  uatomic_read(&m->closed));
 		pthread_setcancelstate(cancel, NULL);
 	}
 	if (why) {

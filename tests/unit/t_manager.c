@@ -701,6 +701,71 @@ Test(manager, close_of_queued_exclusive_grants_shared_behind_it, T_FIX,
 }
 
 /*
+ * Spec 2.6: a closing client's requests are aborted before its locks are
+ * released, so a request of its own queued behind its lock is never
+ * granted, not even for an instant: the next token goes to the waiter
+ * behind it.
+ */
+Test(manager, close_aborts_own_queued_request_before_releasing, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *a = t_open(), *b = t_open();
+	struct wlk_lock *la = NULL;
+	struct t_holder ha, hb;
+
+	T_ASSERT_RC(wlk_acquire(a, "r", 1, NULL, &la), 0);
+	cr_assert_eq(wlk_lock_token(la), 1);
+	t_holder_start(&ha, a, "r", 1, NULL);
+	cr_assert(t_wait_pending(b, "r", 1, 1));
+	t_holder_start(&hb, b, "r", 1, NULL);
+	cr_assert(t_wait_pending(b, "r", 1, 2));
+	t_close(a);
+	cr_assert_eq(t_holder_wait_granted(&ha), 0);
+	T_ASSERT_RC(ha.acq_rc, WLK_ESTATE);
+	cr_assert_eq(t_holder_wait_granted(&hb), 0);
+	T_ASSERT_RC(hb.acq_rc, 0);
+	cr_assert_eq(hb.token, 2, "token %llu: a's own request was granted",
+		     (unsigned long long)hb.token);
+	cr_assert_eq(t_holder_release(&hb), 0);
+	t_holder_join(&ha);
+	t_holder_join(&hb);
+	T_ASSERT_RC(wlk_release(la), WLK_ESTATE);
+}
+
+/* Aborting one queued request of the closing client does not grant its
+ * next one either (a shared one behind its exclusive one). */
+Test(manager, close_aborts_all_own_queued_requests_at_once, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *a = t_open(), *b = t_open(), *c = t_open();
+	struct wlk_options sh = {.mode = WLK_SHARED};
+	struct wlk_lock *lc = NULL;
+	struct t_holder ha1, ha2, hb;
+
+	T_ASSERT_RC(wlk_acquire(c, "r", 1, &sh, &lc), 0);
+	t_holder_start(&ha1, a, "r", 1, NULL);
+	cr_assert(t_wait_pending(c, "r", 1, 1));
+	t_holder_start(&ha2, a, "r", 1, &sh);
+	cr_assert(t_wait_pending(c, "r", 1, 2));
+	t_holder_start(&hb, b, "r", 1, NULL);
+	cr_assert(t_wait_pending(c, "r", 1, 3));
+	t_close(a);
+	cr_assert_eq(t_holder_wait_granted(&ha1), 0);
+	cr_assert_eq(t_holder_wait_granted(&ha2), 0);
+	T_ASSERT_RC(ha1.acq_rc, WLK_ESTATE);
+	T_ASSERT_RC(ha2.acq_rc, WLK_ESTATE);
+	T_ASSERT_RC(wlk_release(lc), 0);
+	cr_assert_eq(t_holder_wait_granted(&hb), 0);
+	T_ASSERT_RC(hb.acq_rc, 0);
+	cr_assert_eq(hb.token, 2, "token %llu: a's own request was granted",
+		     (unsigned long long)hb.token);
+	cr_assert_eq(t_holder_release(&hb), 0);
+	t_holder_join(&ha1);
+	t_holder_join(&ha2);
+	t_holder_join(&hb);
+}
+
+/*
  * WLK_ESTATE says the manager was closed. A request dropped from under its
  * waiter while the manager is open was dropped by a repair (its slot was
  * damaged): WLK_ECORRUPT.
