@@ -49,8 +49,10 @@
  *
  * TERMINATION MODEL (the spec's "terminate remaining locks and requests")
  *
- *  - A context ends with wlk_manager_close(): its locks are released, its
- *    requests dropped, and the requests behind them granted.
+ *  - A context ends with wlk_manager_close(): its requests are dropped,
+ *    then its locks released, and the requests behind them granted (in
+ *    that order, for a dead process's contexts too: none of its own
+ *    requests is granted on the way out).
  *  - A process ends by dying: any signal (SIGKILL included), a crash,
  *    exit() or _exit() without closing, or exec(). Its locks are released
  *    and its queued requests dropped without anyone calling anything. A
@@ -257,10 +259,14 @@ wlk_manager_open(const char *origin, const struct wlk_manager_options *o,
  * wlk_manager_close() - Terminate a context: drop its locks and requests.
  * @m: the manager, or NULL (no-op).
  *
- * Releases every lock the manager holds (the spec's "terminate remaining
- * locks and requests"), drops its queued requests, and grants and wakes the
- * requests that were waiting behind them. Threads blocked in wlk_request()
- * or wlk_acquire() on @m return %WLK_ESTATE. Lock handles of @m that are
+ * Terminates the manager's remaining locks and requests in the spec's order
+ * (2.6): first every request of @m still queued is dropped, then every lock
+ * it holds is released, and the requests waiting behind them are granted
+ * and woken. So no request of @m is granted on the way out, not even for an
+ * instant, and the fencing tokens go on from the last grant: a waiter
+ * behind a lock of @m gets the next token of the name, as if @m's queued
+ * requests had never been made. Threads blocked in wlk_request() or
+ * wlk_acquire() on @m return %WLK_ESTATE. Lock handles of @m that are
  * still outstanding stay valid objects: wlk_release() on them frees them and
  * returns %WLK_ESTATE. Memory is freed when the last thread and handle are
  * done with it.
@@ -367,12 +373,16 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  * signal that finds the name held by one uncontended holder spins on the
  * name's entry, and that holder's release hands it the lock directly.
  *
+ * A lock stolen between its grant and the start of @cb is still a grant:
+ * @cb runs (wlk_lock_stolen() is true) and %WLK_ESTOLEN is returned.
+ *
  * Return: @cb's return value if @cb ran, except %WLK_ESTOLEN if the lock was
- * stolen while @cb ran and %WLK_ESTATE if the manager was closed while @cb
- * ran (the lock was released under it). Otherwise a negative code, and @cb
- * did not run:
+ * stolen before @cb returned and %WLK_ESTATE if the manager was closed while
+ * @cb ran (the lock was released under it). Otherwise a negative code, and
+ * @cb did not run:
  * * %WLK_EINVAL - @m, @name or @cb is NULL, or @o->mode is not a mode.
- * * %WLK_ESTATE - @m is closed or was inherited through fork().
+ * * %WLK_ESTATE - @m is closed (before or during the call) or was inherited
+ *   through fork().
  * * %WLK_ENOTSUPPORTED - @name starts with '-'; or steal is combined with
  *   if_available or %WLK_SHARED; or a signal or a timeout is combined with
  *   steal or if_available.
@@ -381,7 +391,9 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  * * %WLK_ENAMETOOLONG - @name is longer than the bucket's max_name_len.
  * * %WLK_ETIMEDOUT - @o->timeout_ns passed before the grant.
  * * %WLK_EFULL - the name or request table is full; nothing changed.
- * * %WLK_ECORRUPT - the segment failed validation or repair.
+ * * %WLK_ECORRUPT - the segment failed validation or repair, or the
+ *   request's slot was found damaged (then it is freed) or dropped by a
+ *   repair; nothing is left queued or held.
  * * -ENOMEM - out of memory.
  */
 WLK_EXPORT int wlk_request(struct wlk_manager *m, const char *name,
@@ -398,7 +410,10 @@ WLK_EXPORT int wlk_request(struct wlk_manager *m, const char *name,
  *            on success.
  *
  * The handle form of wlk_request(): the lock is held until wlk_release().
- * The signal and the timeout act until this function returns.
+ * The signal and the timeout act until this function returns. A lock
+ * stolen after its grant but before this returns is returned all the same,
+ * as on every path: wlk_lock_stolen() is true and wlk_release() returns
+ * %WLK_ESTOLEN (and frees its request slot).
  *
  * Context: as for wlk_request().
  *
@@ -425,7 +440,10 @@ wlk_acquire(struct wlk_manager *m, const char *name, size_t name_len,
  * * %WLK_ESTOLEN - the lock had been stolen; nothing else was released.
  * * %WLK_ESTATE - the manager was closed (which released the lock already),
  *   or the handle was inherited through fork() (nothing was released).
- * * %WLK_ECORRUPT - the segment failed validation or repair.
+ * * %WLK_ECORRUPT - the segment failed validation or repair, or the lock's
+ *   request slot was damaged (its name index out of bounds): the slot is
+ *   freed and the repair that follows frees the name, which another request
+ *   may have been granted already. Never a crash.
  */
 WLK_EXPORT int wlk_release(struct wlk_lock *lock);
 

@@ -103,7 +103,7 @@ static void settle(struct wlk_manager *m, struct wlk_async *r, uint64_t now)
 	if (w == WLK_WORD(gen, WLK_SLOT_PENDING)) {
 		if (!why)
 			return;
-		rc = wlk__give_up(b, r->l->slot, gen);
+		rc = wlk__give_up(b, r->l->slot, gen, false);
 		if (rc <= 0) {
 			settle_as(r, rc ? rc : why);
 			return;
@@ -113,8 +113,9 @@ static void settle(struct wlk_manager *m, struct wlk_async *r, uint64_t now)
 			why = 0;
 		w = WLK_WORD(gen, WLK_SLOT_HELD);
 	}
+	/* Held or stolen is a grant (a stolen one's release says so). */
 	if (WLK_WORD_GEN(w) != gen || WLK_WORD_STATE(w) < WLK_SLOT_HELD) {
-		settle_as(r, WLK_ESTATE); /* dropped: the manager closed */
+		settle_as(r, wlk__dropped(m));
 		return;
 	}
 	/* Granted in time, noticed late: the deadline does not apply. */

@@ -15,17 +15,17 @@ void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)
 {
 	struct wlk_seg_request *r = wlk__req(b, s);
 	struct wlk__wake wake;
-	uint32_t w;
+	uint32_t w, ni;
 
 	if (wlk__lock(b, &wake))
 		return;
 	w = r->word;
+	ni = uatomic_read(&r->name); /* once: bounded, then used */
 	if (w == WLK_WORD(g, WLK_SLOT_RESERVED))
 		wlk__req_reclaim(b, s, w);
 	else if (w == WLK_WORD(g, WLK_SLOT_FAST) &&
-		 (r->name >= b->geo.max_names ||
-		  (!wlk__fast_holds(b, r->name, s) &&
-		   !wlk__fast_waits(b, r->name, s))))
+		 (ni >= b->geo.max_names || (!wlk__fast_holds(b, ni, s) &&
+					     !wlk__fast_waits(b, ni, s))))
 		wlk__req_free(b, s);
 	wlk__unlock(b, &wake);
 }

@@ -436,7 +436,7 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 int wlk__release_lock(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 		      bool keep, struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__abort_request(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
-		       struct wlk__wake *wake) WLK_INTERNAL;
+		       bool closing, struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__process_queue(struct wlk__bucket *b, uint32_t n,
 		       struct wlk__wake *wake) WLK_INTERNAL;
 bool wlk__head_grantable(const struct wlk_seg_name *n, uint8_t mode)
@@ -490,8 +490,9 @@ void wlk__watch_init(struct wlk__bucket *b, struct wlk_lock *l,
 	WLK_INTERNAL;
 int wlk__settle(struct wlk_manager *m, struct wlk_lock *l, bool *got)
 	WLK_INTERNAL;
-int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
-	WLK_INTERNAL;
+int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		 bool closing) WLK_INTERNAL;
+int wlk__dropped(struct wlk_manager *m) WLK_INTERNAL;
 
 /* request.c */
 int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,

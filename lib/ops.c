@@ -202,7 +202,8 @@ static int unhold(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
  * @keep: the slot goes back to its client's reserve (RESERVED, gen + 1)
  *        rather than to the free list: the releaser's lane takes it.
  * Return: 0; WLK_ESTOLEN if it had been stolen (the slot is freed and
- * nothing else changes); WLK_ESTATE if it is no longer ours; WLK_ECORRUPT.
+ * nothing else changes); WLK_ESTATE if it is no longer ours; WLK_ECORRUPT
+ * (a held slot whose name index is out of bounds is freed).
  */
 int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 		      bool keep, struct wlk__wake *wake)
@@ -213,10 +214,18 @@ int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 		return WLK_ESTATE;
 	w = wlk__req(b, ri)->word;
 	/* Held through the fast path: make it an ordinary lock first. */
-	if (w == WLK_WORD(gen, WLK_SLOT_FAST) &&
-	    wlk__req(b, ri)->name < b->geo.max_names) {
-		int rc = wlk__name_inflate(b, wlk__req(b, ri)->name);
+	if (w == WLK_WORD(gen, WLK_SLOT_FAST)) {
+		uint32_t ni = uatomic_read(&wlk__req(b, ri)->name);
+		int rc;
 
+		/* Its name index was damaged: which name it holds is not
+		 * known. Free it; the repair this asks for turns off the
+		 * fast word that may still name it. */
+		if (ni >= b->geo.max_names) {
+			wlk__req_free(b, ri);
+			return wlk__corrupt(b);
+		}
+		rc = wlk__name_inflate(b, ni);
 		if (rc)
 			return rc;
 		w = wlk__req(b, ri)->word;
@@ -231,21 +240,68 @@ int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 }
 
 /*
+ * Spec 2.6 step 1 for client @ci (gen @cgen), whose request @ri is pending:
+ * abort it and every other request of the client in the same queue, then
+ * process that queue once, so that none of them is granted on the way out.
+ * Return: 0 or WLK_ECORRUPT.
+ */
+static int abort_queued(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
+			uint32_t cgen, struct wlk__wake *wake)
+{
+	struct wlk_seg_name *n;
+	uint32_t ni, i;
+	int rc;
+
+	n = wlk__name_of(b, wlk__req(b, ri), &ni);
+	if (!n)
+		return WLK_ECORRUPT;
+	i = n->q_head;
+	for (uint32_t steps = 0; i != WLK_NIL; steps++) {
+		struct wlk_seg_request *r;
+		uint32_t next;
+
+		if (i >= b->geo.max_requests || steps >= b->geo.max_requests)
+			return wlk__corrupt(b);
+		r = wlk__req(b, i);
+		next = r->next;
+		if (r->client == ci && r->client_gen == cgen) {
+			wlk__wake_add(b, wake, i);
+			rc = wlk__dequeue(b, n, i);
+			if (rc)
+				return rc;
+			WLK_FAILPOINT(unqueue_after_remove);
+			wlk__req_free(b, i);
+		}
+		i = next;
+	}
+	rc = wlk__process_queue(b, ni, wake);
+	wlk__name_put(b, ni);
+	return rc;
+}
+
+/*
  * wlk__abort_request() - spec 4.3 "abort the request", if it is still
- * pending. Return: 0 if it was pending and is gone; 1 if it was granted
- * meanwhile (held, stolen or fast; the caller owns it); WLK_ESTATE if the
- * slot is no longer ours; WLK_ECORRUPT.
+ * pending.
+ * @closing: its manager is closing: as in spec 2.6 step 1, every request
+ *           of its client in that queue goes too (abort_queued()).
+ * Return: 0 if it was pending and is gone; 1 if it was granted meanwhile
+ * (held, stolen or fast; the caller owns it); WLK_ESTATE if the slot is no
+ * longer ours; WLK_ECORRUPT.
  */
 int wlk__abort_request(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
-		       struct wlk__wake *wake)
+		       bool closing, struct wlk__wake *wake)
 {
+	struct wlk_seg_request *r;
 	uint32_t w;
 
 	if (ri >= b->geo.max_requests)
 		return WLK_ESTATE;
-	w = wlk__req(b, ri)->word;
+	r = wlk__req(b, ri);
+	w = r->word;
 	if (w == WLK_WORD(gen, WLK_SLOT_PENDING))
-		return unqueue(b, ri, wake);
+		return closing ? abort_queued(b, ri, r->client, r->client_gen,
+					      wake)
+			       : unqueue(b, ri, wake);
 	/* FAST: granted through the fast word (queue.c). */
 	if (w == WLK_WORD(gen, WLK_SLOT_HELD) ||
 	    w == WLK_WORD(gen, WLK_SLOT_STOLEN) ||
@@ -291,19 +347,46 @@ static void drop_fast(struct wlk__bucket *b, uint32_t ri, uint32_t w,
 	}
 }
 
+/* Step 1 for one slot of the client: abort it if it is a request, pending
+ * or its name's fast waiter (inflated: then it is pending). */
+static void abort_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
+		      uint32_t cgen, struct wlk__wake *wake)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+	uint32_t w = uatomic_read(&r->word);
+
+	if (WLK_WORD_STATE(w) == WLK_SLOT_FAST) {
+		uint32_t ni = uatomic_read(&r->name);
+
+		if (ni >= b->geo.max_names || !wlk__fast_waits(b, ni, ri) ||
+		    wlk__name_inflate(b, ni))
+			return;
+		w = uatomic_read(&r->word);
+	}
+	if (WLK_WORD_STATE(w) == WLK_SLOT_PENDING)
+		abort_queued(b, ri, ci, cgen, wake);
+}
+
 /*
  * wlk__drop_client() - spec 2.6 "terminate remaining locks and requests"
  * for one client: abort its requests, release its locks, then forget it.
  * @dead: its process is gone (reaped), rather than closing the manager.
- * Every slot is visited once. When releasing slot k grants other requests,
- * the client's own requests below k are already gone, so any of them it
- * grants sits above k and is released when the scan gets there.
+ * Two passes over the slots, in the spec's order: releasing a lock first
+ * would grant the client's own request queued behind it for an instant,
+ * and give it a fencing token. The second pass also drops what the first
+ * could not (a request in no queue: damage that recovery repairs).
  */
 void wlk__drop_client(struct wlk__bucket *b, uint32_t ci, bool dead,
 		      struct wlk__wake *wake)
 {
 	uint32_t gen = WLK_WORD_GEN(wlk__client(b, ci)->word);
 
+	for (uint32_t ri = 0; ri < b->geo.max_requests; ri++) {
+		struct wlk_seg_request *r = wlk__req(b, ri);
+
+		if (r->client == ci && r->client_gen == gen)
+			abort_own(b, ri, ci, gen, wake);
+	}
 	for (uint32_t ri = 0; ri < b->geo.max_requests; ri++) {
 		struct wlk_seg_request *r = wlk__req(b, ri);
 		uint32_t w = uatomic_read(&r->word);

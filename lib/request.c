@@ -188,11 +188,38 @@ int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,
 	return rc;
 }
 
+/*
+ * @l's request was granted on the mutex path (or settled): take its token,
+ * and, if it was granted through the fast word (queue.c), the name entry it
+ * is released by there. That index is read from the segment, so it is
+ * bounded here, once: a damaged one would send the release, and the waits
+ * of later fast waiters on it, anywhere. Return: 0, or WLK_ECORRUPT with
+ * the slot freed (the repair then takes the name's fast word back from
+ * it).
+ */
+static int take_grant(struct wlk_manager *m, struct wlk_lock *l)
+{
+	struct wlk_seg_request *r = wlk__req(m->b, l->slot);
+	uint32_t ni;
+
+	l->token = uatomic_read(&r->token);
+	if (wlk__word_load(&r->word) != WLK_WORD(l->gen, WLK_SLOT_FAST))
+		return 0;
+	ni = uatomic_read(&r->name);
+	if (ni >= m->b->geo.max_names) {
+		wlk__release_slot(m->b, l->slot, l->gen, false);
+		return wlk__corrupt(m->b);
+	}
+	l->fast = true;
+	l->fast_name = ni;
+	l->fast_ngen = uatomic_read(&r->name_gen);
+	return 0;
+}
+
 static int acquire(struct wlk_manager *m, const char *name, size_t len,
 		   const struct wlk_options *o, struct wlk_lock **out)
 {
 	static const struct wlk_options defaults;
-	struct wlk_seg_request *r;
 	struct wlk_lock *l;
 	bool got = false;
 	int rc;
@@ -216,6 +243,8 @@ static int acquire(struct wlk_manager *m, const char *name, size_t len,
 		rc = wlk__settle(m, l, &got);
 	if (rc == 1)
 		rc = obtain(m, l, o, &got);
+	if (!rc && got)
+		rc = take_grant(m, l);
 	if ((rc || !got) && l->laned) /* its slot was freed */
 		uatomic_set(&m->lanes[l->lane].state, WLK_LANE_EMPTY);
 	if (rc || !got) {
@@ -223,14 +252,6 @@ static int acquire(struct wlk_manager *m, const char *name, size_t len,
 		wlk__manager_leave(m);
 		*out = NULL; /* an if_available miss: 0 and no lock */
 		return rc;
-	}
-	r = wlk__req(m->b, l->slot);
-	l->token = r->token;
-	/* Granted through the fast word (queue.c): released there too. */
-	if (wlk__word_load(&r->word) == WLK_WORD(l->gen, WLK_SLOT_FAST)) {
-		l->fast = true;
-		l->fast_name = r->name;
-		l->fast_ngen = r->name_gen;
 	}
 	*out = l;
 	return 0;

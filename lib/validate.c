@@ -111,6 +111,18 @@ static uint32_t req_next(struct wlk__bucket *b, uint32_t i)
 	return wlk__req(b, i)->next;
 }
 
+/*
+ * Indices are read once, bounded, then used: without the mutex
+ * (wlk_inspect_check()) the segment changes under the checks.
+ */
+static bool agent_live(struct wlk__bucket *b, const struct wlk_seg_client *c)
+{
+	uint32_t ai = uatomic_read(&c->agent);
+
+	return ai < b->geo.max_agents &&
+	       wlk__agent(b, ai)->word == WLK_WORD(c->agent_gen, WLK_SLOT_USED);
+}
+
 static void check_agents_clients(struct vctx *v)
 {
 	struct wlk__bucket *b = v->b;
@@ -138,9 +150,7 @@ static void check_agents_clients(struct vctx *v)
 		used++;
 		if (s != WLK_SLOT_USED)
 			bad(v, "client %u: state %u", i, s);
-		else if (c->agent >= b->geo.max_agents ||
-			 wlk__agent(b, c->agent)->word !=
-				 WLK_WORD(c->agent_gen, WLK_SLOT_USED))
+		else if (!agent_live(b, c))
 			bad(v, "client %u: its agent %u is gone", i, c->agent);
 		if (c->id_len > WLK_CLIENT_ID_MAX)
 			bad(v, "client %u: id length %u", i, c->id_len);
@@ -300,12 +310,13 @@ static void check_name(struct vctx *v, uint32_t ni, uint64_t *bytes)
 		bad(v, "name %u: %s the idle list", ni,
 		    v->idle_seen[ni] ? "referenced, yet on" : "idle, not on");
 	/* Process the lock request queue must have run to completion. */
-	if (n->q_head < b->geo.max_requests) {
-		const struct wlk_seg_request *head = wlk__req(b, n->q_head);
+	i = uatomic_read(&n->q_head);
+	if (i < b->geo.max_requests) {
+		const struct wlk_seg_request *head = wlk__req(b, i);
 
 		if (!ex && (head->mode == WLK_SHARED || !sh))
 			bad(v, "name %u: grantable request %u left pending",
-			    ni, n->q_head);
+			    ni, i);
 	}
 }
 
@@ -376,13 +387,14 @@ static void check_names(struct vctx *v)
 /* Tokens come from the name's counter: at least 1, at most its last. */
 static bool token_ok(struct wlk__bucket *b, const struct wlk_seg_request *r)
 {
+	uint32_t ni = uatomic_read(&r->name);
+
 	if (!r->token)
 		return false;
-	if (r->name >= b->geo.max_names ||
-	    wlk__name(b, r->name)->word !=
-		    WLK_WORD(r->name_gen, WLK_SLOT_USED))
+	if (ni >= b->geo.max_names ||
+	    wlk__name(b, ni)->word != WLK_WORD(r->name_gen, WLK_SLOT_USED))
 		return true; /* stolen, and the name went since */
-	return r->token <= wlk__name(b, r->name)->token;
+	return r->token <= wlk__name(b, ni)->token;
 }
 
 static void check_requests(struct vctx *v)

@@ -138,17 +138,34 @@ int wlk__wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
 	}
 }
 
-/* Give up on a request: abort it if still pending (spec 4.3). */
-int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
+/*
+ * Give up on a request: abort it if still pending (spec 4.3). @closing: its
+ * manager is closing, and this may come before the close drops the
+ * client's requests: then its other requests in the queue go too (spec
+ * 2.6), or aborting this one could grant the next of them.
+ */
+int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		 bool closing)
 {
 	struct wlk__wake wake;
 	int rc = wlk__lock(b, &wake);
 
 	if (rc)
 		return rc;
-	rc = wlk__abort_request(b, slot, gen, &wake);
+	rc = wlk__abort_request(b, slot, gen, closing, &wake);
 	wlk__unlock(b, &wake);
 	return rc;
+}
+
+/*
+ * wlk__dropped() - why a request of @m is gone from under its waiter: the
+ * manager was closed (WLK_ESTATE), which sets m->closed before it drops
+ * the client's requests under the segment mutex; or, with the manager
+ * open, a repair dropped it as damaged (WLK_ECORRUPT).
+ */
+int wlk__dropped(struct wlk_manager *m)
+{
+	return uatomic_read(&m->closed) ? WLK_ESTATE : WLK_ECORRUPT;
 }
 
 /*
@@ -171,7 +188,8 @@ int wlk__wait_for(struct wlk_manager *m, struct wlk_lock *l,
 		why = wlk__wait_grant(m, l->slot, l->gen, o->signal,
 				      deadline, watch);
 		if (why)
-			rc = wlk__give_up(b, l->slot, l->gen);
+			rc = wlk__give_up(b, l->slot, l->gen,
+					  uatomic_read(&m->closed));
 		pthread_setcancelstate(cancel, NULL);
 	}
 	if (why) {
@@ -183,7 +201,7 @@ int wlk__wait_for(struct wlk_manager *m, struct wlk_lock *l,
 	}
 	if (WLK_WORD_GEN(wlk__word_load(word)) != l->gen ||
 	    WLK_WORD_STATE(wlk__word_load(word)) < WLK_SLOT_HELD)
-		return WLK_ESTATE; /* dropped: the manager was closed */
+		return wlk__dropped(m);
 	/* Spec 4.4 step 14.1: an aborted signal still wins before the
 	 * callback runs; the lock is released at once. */
 	why = o->signal ? uatomic_read(&o->signal->reason) : 0;
@@ -215,10 +233,14 @@ void wlk__watch_init(struct wlk__bucket *b, struct wlk_lock *l,
  * under it. Inflating the name (again: idempotent) makes its request an
  * ordinary one, held or first in the queue; a request never adopted (its
  * claim on the waiter word was lost) asks again the mutex way; one
- * dropped meanwhile (manager closed) is gone. The lane stays BUSY with
- * the slot, as for an ordinary request in the lane's slot (request.c).
- * Return: 0 with *@got (held), 1 to ask again (the lane's slot is back in
- * it), or why not (nothing is left queued or held).
+ * dropped meanwhile is gone (wlk__dropped()). A request held may have been
+ * stolen already: a steal waiting for the mutex when the fast word handed
+ * it the name inflates the name first. That is a grant too, as on the
+ * mutex path (wlk__wait_for()): the release reports WLK_ESTOLEN and frees
+ * the slot. The lane stays BUSY with the slot, as for an ordinary request
+ * in the lane's slot (request.c).
+ * Return: 0 with *@got (held or stolen), 1 to ask again (the lane's slot
+ * is back in it), or why not (nothing is left queued or held).
  */
 int wlk__settle(struct wlk_manager *m, struct wlk_lock *l, bool *got)
 {
@@ -247,12 +269,13 @@ int wlk__settle(struct wlk_manager *m, struct wlk_lock *l, bool *got)
 	wlk__unlock(b, &wake);
 	if (rc)
 		return rc;
-	if (w == WLK_WORD(l->gen, WLK_SLOT_HELD)) {
+	if (w == WLK_WORD(l->gen, WLK_SLOT_HELD) ||
+	    w == WLK_WORD(l->gen, WLK_SLOT_STOLEN)) {
 		*got = true;
 		return 0;
 	}
 	if (w != WLK_WORD(l->gen, WLK_SLOT_PENDING))
-		return WLK_ESTATE; /* dropped: the manager was closed */
+		return wlk__dropped(m);
 	*got = true;
 	return wlk__wait_for(m, l, &none, 0, &watch);
 }

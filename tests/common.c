@@ -10,10 +10,12 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "common.h"
 #include "weblocks/async.h"
+#include "weblocks/inspect.h"
 
 #define T_MAX_TRACKED 64
 
@@ -141,6 +143,30 @@ static void t_unlink_mapped_segments(void)
 			(void)unlink(p);
 	}
 	fclose(f);
+}
+
+void *t_segment_map(size_t *size)
+{
+	struct wlk_inspect_snapshot *s = NULL;
+	struct wlk_inspect *in = NULL;
+	struct stat st;
+	void *map;
+	int fd, rc;
+
+	rc = wlk_inspect_open(t_origin, NULL, 0, &in);
+	cr_assert_eq(rc, 0, "wlk_inspect_open: %s", t_ename(rc));
+	rc = wlk_inspect_snapshot(in, &s);
+	cr_assert_eq(rc, 0, "wlk_inspect_snapshot: %s", t_ename(rc));
+	fd = open(s->header.path, O_RDWR | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "open %s: %s", s->header.path, strerror(errno));
+	cr_assert_eq(fstat(fd, &st), 0);
+	*size = (size_t)st.st_size;
+	map = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(map, MAP_FAILED, "mmap: %s", strerror(errno));
+	close(fd);
+	wlk_inspect_snapshot_free(s);
+	wlk_inspect_close(in);
+	return map;
 }
 
 size_t t_entries_of(struct wlk_manager *m, pid_t pid)

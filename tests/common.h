@@ -42,6 +42,12 @@ void t_track_bucket(const char *origin, const char *bucket,
 void t_track_file(const char *path);
 
 /*
+ * Map the segment of t_origin's default bucket read-write, to look into it
+ * or damage it (with lib/layout.h); *@size receives the size to munmap().
+ */
+void *t_segment_map(size_t *size);
+
+/*
  * Open a manager of t_origin (or of @origin) with options @o; the test fails
  * if that fails. The manager is closed in t_fini() unless t_close() or
  * t_forget() was called on it first.

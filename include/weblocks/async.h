@@ -61,8 +61,12 @@ struct wlk_async; /* an outstanding asynchronous request */
  * @status: 0 when granted (@lock) or refused by if_available (@lock NULL);
  *          otherwise the abort reason (%WLK_EABORTED by default, also for
  *          wlk_async_cancel()), %WLK_ETIMEDOUT, %WLK_ESTATE (the manager
- *          was closed), or %WLK_ECORRUPT.
- * @lock:   the granted lock, held until wlk_release(); NULL otherwise.
+ *          was closed), or %WLK_ECORRUPT (also: a repair dropped the
+ *          request while the manager was open).
+ * @lock:   the granted lock, held until wlk_release(); NULL otherwise. A
+ *          lock stolen before the callback runs is granted all the same:
+ *          wlk_lock_stolen() is true, and wlk_release() returns
+ *          %WLK_ESTOLEN.
  * @arg:    the argument given to wlk_request_async().
  */
 typedef void (*wlk_granted_cb)(struct wlk_async *req, int status,

@@ -406,6 +406,29 @@ Test(async, descriptor_errors_queue_nothing_and_call_nothing, T_FIX,
  * Completion.
  */
 
+/* Granted, then stolen before the dispatch: a grant all the same, as for
+ * a blocking request (the stolen state is not taken for a closed
+ * manager). */
+Test(async, grant_stolen_before_dispatch_is_a_stolen_grant, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *m = t_open(), *h = t_open(), *thief = t_open();
+	struct wlk_lock *lh = NULL, *lt = NULL;
+	struct rec r = { 0 };
+
+	T_ASSERT_RC(wlk_acquire(h, "r", 1, NULL, &lh), 0);
+	T_ASSERT_RC(req_async(m, "r", NULL, &r), 0);
+	T_ASSERT_RC(wlk_release(lh), 0);
+	T_ASSERT_RC(wlk_acquire(thief, "r", 1, &steal, &lt), 0);
+	T_ASSERT_RC(wlk_manager_dispatch(m), 1);
+	T_ASSERT_RC(r.status, 0);
+	cr_assert_not_null(r.lock);
+	cr_assert(wlk_lock_stolen(r.lock));
+	T_ASSERT_RC(wlk_release(r.lock), WLK_ESTOLEN);
+	T_ASSERT_RC(wlk_release(lt), 0);
+	T_ASSERT_RC(wlk_manager_validate(m, NULL, NULL), 0);
+}
+
 Test(async, immediate_grant_completes_only_through_dispatch, T_FIX,
      .timeout = 10)
 {

@@ -11,8 +11,10 @@
  * path. warm() does the first, so the lock each test then takes is fast.
  */
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../common.h"
+#include "layout.h"
 #include "weblocks/inspect.h"
 
 static const struct wlk_options sh = {.mode = WLK_SHARED};
@@ -251,4 +253,96 @@ Test(fast, slots_come_back_after_waits_timeouts_and_steals, T_FIX,
 		     s->header.requests);
 	wlk_inspect_snapshot_free(s);
 	wlk_inspect_close(in);
+}
+
+/*
+ * A request slot's name index is read from the segment, which any process
+ * of the user can write: a damaged one must give WLK_ECORRUPT, with the
+ * slot freed, not a crash. These tests map the segment to damage it.
+ */
+#define BAD_NAME_INDEX 0x7ffffff0u
+
+/* Request slot @ri of the segment of t_origin, mapped (*@map, @size). */
+static struct wlk_seg_request *slot_map(uint32_t ri, void **map, size_t *size)
+{
+	struct wlk_seg_header *h = *map = t_segment_map(size);
+
+	cr_assert_lt(ri, h->max_requests);
+	return (struct wlk_seg_request *)((char *)*map + h->off_requests) + ri;
+}
+
+/* The slot of the one request on @name in @state. */
+static uint32_t slot_of(const char *name, enum wlk_request_state state)
+{
+	struct wlk_inspect_snapshot *s = NULL;
+	struct wlk_inspect *in = NULL;
+	uint32_t slot = UINT32_MAX;
+
+	T_ASSERT_RC(wlk_inspect_open(t_origin, NULL, 0, &in), 0);
+	T_ASSERT_RC(wlk_inspect_snapshot(in, &s), 0);
+	for (size_t i = 0; i < s->n_requests; i++)
+		if (s->requests[i].state == state && s->requests[i].name &&
+		    !strcmp(s->requests[i].name, name))
+			slot = s->requests[i].slot;
+	wlk_inspect_snapshot_free(s);
+	wlk_inspect_close(in);
+	cr_assert_neq(slot, UINT32_MAX, "no such request on %s", name);
+	return slot;
+}
+
+/* request.c: a waiter granted through the fast word copies the name index
+ * it will release by out of its slot. */
+Test(fast, grant_through_fast_word_with_bad_name_index_is_ecorrupt, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *a = t_open(), *b = t_open();
+	struct wlk_options t5 = {.timeout_ns = 5 * 1000000000ull};
+	struct wlk_lock *la = NULL, *lx = NULL;
+	struct wlk_seg_request *r;
+	struct t_holder h;
+	size_t size;
+	void *map;
+
+	warm(b, "w", NULL); /* b keeps a slot: granted by the fast word */
+	T_ASSERT_RC(wlk_acquire(a, "x", 1, NULL, &la), 0);
+	t_holder_start(&h, b, "x", 1, &t5);
+	cr_assert(t_wait_pending(a, "x", 1, 1));
+	r = slot_map(slot_of("x", WLK_REQ_PENDING), &map, &size);
+	__atomic_store_n(&r->name, BAD_NAME_INDEX, __ATOMIC_RELEASE);
+	T_ASSERT_RC(wlk_release(la), 0);
+	cr_assert_eq(t_holder_wait_granted(&h), 0);
+	T_ASSERT_RC(h.acq_rc, WLK_ECORRUPT);
+	cr_assert_not(h.got);
+	t_holder_join(&h);
+	/* Nothing is held: the repair gave the name back. */
+	T_ASSERT_RC(wlk_acquire(a, "x", 1, &ex_ia, &lx), 0);
+	cr_assert_not_null(lx);
+	T_ASSERT_RC(wlk_release(lx), 0);
+	T_ASSERT_RC(wlk_manager_validate(a, NULL, NULL), 0);
+	munmap(map, size);
+}
+
+/* ops.c: releasing a fast lock whose name was inflated meanwhile goes by
+ * the mutex, which reads the slot's name index to inflate it. */
+Test(fast, release_of_fast_lock_with_bad_name_index_is_ecorrupt, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *a = t_open(), *b = t_open();
+	struct wlk_options t1 = {.timeout_ns = 1000000000ull};
+	struct wlk_lock *la = take(a, "y", NULL), *lb = NULL;
+	struct wlk_seg_request *r;
+	size_t size;
+	void *map;
+
+	r = slot_map(slot_of("y", WLK_REQ_HELD), &map, &size);
+	__atomic_store_n(&r->name, BAD_NAME_INDEX, __ATOMIC_RELEASE);
+	/* b inflates "y"; a's slot no longer claims it, so b gets it. */
+	T_ASSERT_RC(wlk_acquire(b, "y", 1, &t1, &lb), 0);
+	T_ASSERT_RC(wlk_release(la), WLK_ECORRUPT);
+	cr_assert_eq(WLK_WORD_STATE(__atomic_load_n(&r->word,
+						    __ATOMIC_ACQUIRE)),
+		     WLK_SLOT_FREE, "the damaged slot was not freed");
+	T_ASSERT_RC(wlk_release(lb), 0);
+	T_ASSERT_RC(wlk_manager_validate(b, NULL, NULL), 0);
+	munmap(map, size);
 }

@@ -15,8 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "../common.h"
+#include "layout.h"
 
 static const struct wlk_options sh = {.mode = WLK_SHARED};
 
@@ -248,4 +252,189 @@ Test(fastwait, two_managers_taking_turns_exclude_each_other, T_FIX,
 Test(fastwait, turns_stay_valid_while_validated, T_FIX, .timeout = 60)
 {
 	take_turns(true);
+}
+
+/*
+ * A fast waiter that stopped spinning and went for the segment mutex behind
+ * a steal, and was handed the name by the fast word meanwhile: the steal
+ * inflates the name (the waiter holds it then) and steals it. That is a
+ * grant and then a steal, as on the mutex path: the acquire succeeds, the
+ * lock is stolen, and its release says so and frees its slot. The test
+ * orders the three by holding the segment mutex itself (it maps the
+ * segment) while the steal, then the waiter, queue for it.
+ */
+struct seg_map {
+	uint8_t *base;
+	size_t size;
+	struct wlk_seg_header *h;
+};
+
+static void seg_map(struct seg_map *s)
+{
+	s->base = t_segment_map(&s->size);
+	s->h = (struct wlk_seg_header *)s->base;
+}
+
+/* The fast word of the one-byte name @c. */
+static uint64_t *fast_word_of(struct seg_map *s, char c)
+{
+	for (uint32_t i = 0; i < s->h->max_names; i++) {
+		struct wlk_seg_name *n =
+			(struct wlk_seg_name *)(s->base + s->h->off_names +
+						(size_t)i * s->h->name_stride);
+
+		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED && n->len == 1 &&
+		    *(char *)(n + 1) == c)
+			return &n->fast;
+	}
+	cr_assert_fail("no name entry for %c", c);
+	return NULL;
+}
+
+static uint32_t stolen_slots(struct seg_map *s)
+{
+	struct wlk_seg_request *r =
+		(struct wlk_seg_request *)(s->base + s->h->off_requests);
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < s->h->max_requests; i++)
+		n += WLK_WORD_STATE(__atomic_load_n(&r[i].word,
+						    __ATOMIC_ACQUIRE)) ==
+		     WLK_SLOT_STOLEN;
+	return n;
+}
+
+/* Whether thread @tid sleeps in a futex system call. */
+static bool in_futex(pid_t tid)
+{
+	char path[64], buf[128];
+	bool yes = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fgets(buf, sizeof(buf), f))
+		yes = strtol(buf, NULL, 10) == SYS_futex;
+	fclose(f);
+	return yes;
+}
+
+struct racer {
+	struct wlk_manager *m;
+	struct wlk_options o;
+	bool request; /* wlk_request() rather than wlk_acquire() */
+	pid_t tid;    /* [A] */
+	int rc;
+	int rel_rc;
+	bool stolen;
+	pthread_t th;
+};
+
+static int note_stolen(struct wlk_lock *l, void *arg)
+{
+	struct racer *r = arg;
+
+	r->stolen = wlk_lock_stolen(l);
+	return 7;
+}
+
+static void *racer_main(void *arg)
+{
+	struct racer *r = arg;
+	struct wlk_lock *l = NULL;
+
+	__atomic_store_n(&r->tid, (pid_t)syscall(SYS_gettid),
+			 __ATOMIC_RELEASE);
+	if (r->request) {
+		r->rc = wlk_request(r->m, "s", 1, &r->o, note_stolen, r);
+		return NULL;
+	}
+	r->rc = wlk_acquire(r->m, "s", 1, &r->o, &l);
+	if (r->rc == 0) {
+		r->stolen = wlk_lock_stolen(l);
+		r->rel_rc = wlk_release(l);
+	}
+	return NULL;
+}
+
+/* Whether the fast word @f (if not NULL) shows a fast waiter. */
+static bool fast_waiting(const uint64_t *f)
+{
+	return !f || (__atomic_load_n(f, __ATOMIC_ACQUIRE) & WLK_FAST_WAIT);
+}
+
+/* Start @r; wait (bounded) until it sleeps on the segment mutex, after
+ * @ready (if not NULL) shows it waits by the fast path. */
+static void racer_park(struct racer *r, const uint64_t *ready)
+{
+	pid_t tid;
+	int i;
+
+	r->rc = r->rel_rc = 1;
+	cr_assert_eq(pthread_create(&r->th, NULL, racer_main, r), 0);
+	for (i = 0; i < T_WAIT_MS; i++) {
+		tid = __atomic_load_n(&r->tid, __ATOMIC_ACQUIRE);
+		if (tid && in_futex(tid) && fast_waiting(ready))
+			break;
+		t_nap_ms(1);
+	}
+	cr_assert_lt(i, T_WAIT_MS, "the thread did not get to the mutex");
+}
+
+static void stolen_before_settling(bool request)
+{
+	struct wlk_manager *mh = t_open();
+	struct racer s = {.m = t_open(), .o = {.steal = true}};
+	struct racer w = {.m = t_open(), .request = request};
+	struct wlk_lock *lh, *l = NULL;
+	struct seg_map map;
+	uint64_t *fast;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		cr_skip_test("one CPU: nobody waits by the fast path");
+	lh = take(mh, "s", NULL); /* held by the fast word */
+	/* The waiter's manager keeps a slot for the fast path. */
+	T_ASSERT_RC(wlk_acquire(w.m, "w", 1, NULL, &l), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
+	seg_map(&map);
+	fast = fast_word_of(&map, 's');
+
+	cr_assert_eq(pthread_mutex_lock(&map.h->sync.mutex), 0);
+	racer_park(&s, NULL);
+	racer_park(&w, fast);
+	/* The fast word hands the name to the waiter. */
+	T_ASSERT_RC(wlk_release(lh), 0);
+	cr_assert_eq(__atomic_load_n(fast, __ATOMIC_ACQUIRE) & WLK_FAST_WAIT,
+		     0, "not handed over");
+	/* The steal, first in line for the mutex (the kernel wakes futex
+	 * waiters of one priority in order), inflates and steals. */
+	cr_assert_eq(pthread_mutex_unlock(&map.h->sync.mutex), 0);
+	pthread_join(s.th, NULL);
+	pthread_join(w.th, NULL);
+
+	T_ASSERT_RC(s.rc, 0);
+	if (request) {
+		T_ASSERT_RC(w.rc, WLK_ESTOLEN);
+	} else {
+		T_ASSERT_RC(w.rc, 0);
+		T_ASSERT_RC(w.rel_rc, WLK_ESTOLEN);
+	}
+	cr_assert(w.stolen, "the waiter's lock was not stolen");
+	cr_assert_eq(stolen_slots(&map), 0, "the stolen slot was not freed");
+	T_ASSERT_RC(wlk_manager_validate(mh, NULL, NULL), 0);
+	munmap(map.base, map.size);
+}
+
+Test(fastwait, handed_over_then_stolen_before_settling_acquire_is_stolen,
+     T_FIX, .timeout = 20)
+{
+	stolen_before_settling(false);
+}
+
+Test(fastwait, handed_over_then_stolen_before_settling_request_is_estolen,
+     T_FIX, .timeout = 20)
+{
+	stolen_before_settling(true);
 }

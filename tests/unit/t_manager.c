@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "../common.h"
+#include "layout.h"
 
 #define SHM_DIR "/dev/shm"
 #define MAX_SHM 4096
@@ -696,6 +698,111 @@ Test(manager, close_of_queued_exclusive_grants_shared_behind_it, T_FIX,
 	t_holder_join(&hb);
 	t_holder_join(&hc);
 	T_ASSERT_RC(wlk_release(la), 0);
+}
+
+/*
+ * Spec 2.6: a closing client's requests are aborted before its locks are
+ * released, so a request of its own queued behind its lock is never
+ * granted, not even for an instant: the next token goes to the waiter
+ * behind it.
+ */
+Test(manager, close_aborts_own_queued_request_before_releasing, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *a = t_open(), *b = t_open();
+	struct wlk_lock *la = NULL;
+	struct t_holder ha, hb;
+
+	T_ASSERT_RC(wlk_acquire(a, "r", 1, NULL, &la), 0);
+	cr_assert_eq(wlk_lock_token(la), 1);
+	t_holder_start(&ha, a, "r", 1, NULL);
+	cr_assert(t_wait_pending(b, "r", 1, 1));
+	t_holder_start(&hb, b, "r", 1, NULL);
+	cr_assert(t_wait_pending(b, "r", 1, 2));
+	t_close(a);
+	cr_assert_eq(t_holder_wait_granted(&ha), 0);
+	T_ASSERT_RC(ha.acq_rc, WLK_ESTATE);
+	cr_assert_eq(t_holder_wait_granted(&hb), 0);
+	T_ASSERT_RC(hb.acq_rc, 0);
+	cr_assert_eq(hb.token, 2, "token %llu: a's own request was granted",
+		     (unsigned long long)hb.token);
+	cr_assert_eq(t_holder_release(&hb), 0);
+	t_holder_join(&ha);
+	t_holder_join(&hb);
+	T_ASSERT_RC(wlk_release(la), WLK_ESTATE);
+}
+
+/* Aborting one queued request of the closing client does not grant its
+ * next one either (a shared one behind its exclusive one). */
+Test(manager, close_aborts_all_own_queued_requests_at_once, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *a = t_open(), *b = t_open(), *c = t_open();
+	struct wlk_options sh = {.mode = WLK_SHARED};
+	struct wlk_lock *lc = NULL;
+	struct t_holder ha1, ha2, hb;
+
+	T_ASSERT_RC(wlk_acquire(c, "r", 1, &sh, &lc), 0);
+	t_holder_start(&ha1, a, "r", 1, NULL);
+	cr_assert(t_wait_pending(c, "r", 1, 1));
+	t_holder_start(&ha2, a, "r", 1, &sh);
+	cr_assert(t_wait_pending(c, "r", 1, 2));
+	t_holder_start(&hb, b, "r", 1, NULL);
+	cr_assert(t_wait_pending(c, "r", 1, 3));
+	t_close(a);
+	cr_assert_eq(t_holder_wait_granted(&ha1), 0);
+	cr_assert_eq(t_holder_wait_granted(&ha2), 0);
+	T_ASSERT_RC(ha1.acq_rc, WLK_ESTATE);
+	T_ASSERT_RC(ha2.acq_rc, WLK_ESTATE);
+	T_ASSERT_RC(wlk_release(lc), 0);
+	cr_assert_eq(t_holder_wait_granted(&hb), 0);
+	T_ASSERT_RC(hb.acq_rc, 0);
+	cr_assert_eq(hb.token, 2, "token %llu: a's own request was granted",
+		     (unsigned long long)hb.token);
+	cr_assert_eq(t_holder_release(&hb), 0);
+	t_holder_join(&ha1);
+	t_holder_join(&ha2);
+	t_holder_join(&hb);
+}
+
+/*
+ * WLK_ESTATE says the manager was closed. A request dropped from under its
+ * waiter while the manager is open was dropped by a repair (its slot was
+ * damaged): WLK_ECORRUPT.
+ */
+Test(manager, request_dropped_by_a_repair_is_ecorrupt_not_estate, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *a = t_open(), *b = t_open();
+	struct wlk_options t5 = {.timeout_ns = 5 * 1000000000ull};
+	struct wlk_seg_header *h;
+	struct wlk_seg_request *r;
+	struct wlk_lock *la = NULL;
+	struct t_holder hb;
+	uint32_t damaged = 0;
+	size_t size;
+
+	T_ASSERT_RC(wlk_acquire(a, "r", 1, NULL, &la), 0);
+	t_holder_start(&hb, b, "r", 1, &t5);
+	cr_assert(t_wait_pending(a, "r", 1, 1));
+	h = t_segment_map(&size);
+	r = (struct wlk_seg_request *)((char *)h + h->off_requests);
+	/* Its client generation no longer matches: the repair drops it. */
+	for (uint32_t i = 0; i < h->max_requests; i++) {
+		if (WLK_WORD_STATE(r[i].word) == WLK_SLOT_PENDING) {
+			r[i].client_gen++;
+			damaged++;
+		}
+	}
+	cr_assert_eq(damaged, 1);
+	__atomic_store_n(&h->needs_repair, 1, __ATOMIC_SEQ_CST);
+	cr_assert_eq(t_pending_n(a, "r", 1), 0, "not repaired");
+	cr_assert_eq(t_holder_wait_granted(&hb), 0);
+	T_ASSERT_RC(hb.acq_rc, WLK_ECORRUPT);
+	t_holder_join(&hb);
+	T_ASSERT_RC(wlk_release(la), 0);
+	T_ASSERT_RC(wlk_manager_validate(a, NULL, NULL), 0);
+	munmap(h, size);
 }
 
 Test(manager, segment_is_0600_under_umask_000, T_FIX, .timeout = 10)
