@@ -321,7 +321,10 @@ WLK_EXPORT int wlk_bucket_remove(const char *origin,
  * @signal:       abort signal, or NULL.
  * @timeout_ns:   extension: give up with %WLK_ETIMEDOUT if not granted
  *                within this many nanoseconds (CLOCK_MONOTONIC); 0 waits
- *                without limit.
+ *                without limit, and so does a timeout whose deadline
+ *                would lie past the end of the 64-bit nanosecond clock
+ *                (UINT64_MAX, or anything within the uptime of it: over
+ *                584 years). It limits the wait for the grant only.
  *
  * All-zero (or a NULL pointer) gives the defaults.
  */

@@ -305,6 +305,21 @@ int wlk__futex_wait(struct wlk__waitv *w, unsigned int n,
 		    uint64_t deadline_ns) WLK_INTERNAL;
 void wlk__futex_wake(uint32_t *word, int n) WLK_INTERNAL;
 uint64_t wlk__now_ns(void) WLK_INTERNAL;
+
+/*
+ * The deadline of a request with @timeout_ns (0 = none). A timeout whose
+ * deadline lies past the end of the 64-bit clock (UINT64_MAX, the natural
+ * "forever") means none, rather than a sum that wraps to the past.
+ */
+static inline uint64_t wlk__deadline_ns(uint64_t timeout_ns)
+{
+	uint64_t now;
+
+	if (!timeout_ns)
+		return 0;
+	now = wlk__now_ns();
+	return timeout_ns > UINT64_MAX - now ? 0 : now + timeout_ns;
+}
 uint64_t wlk__stamp_ns(void) WLK_INTERNAL;
 uint64_t wlk__realtime_ns(void) WLK_INTERNAL;
 
