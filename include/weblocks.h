@@ -235,7 +235,9 @@ struct wlk_manager_options {
  * process share one mapping of the segment.
  *
  * Context: thread-safe; may sleep briefly (waits for a concurrent creator to
- * finish initialising the segment); not async-signal-safe.
+ * finish initialising the segment); not async-signal-safe. Thread
+ * cancellation is disabled during the call: a cancel takes effect at the
+ * caller's next cancellation point.
  *
  * Return: 0 on success, or
  * * %WLK_EINVAL - @origin or @out is NULL, @origin is empty, an option is out
@@ -274,7 +276,8 @@ wlk_manager_open(const char *origin, const struct wlk_manager_options *o,
  * Context: thread-safe with respect to other calls on @m that are already
  * in progress; @m must not be used by new calls once this returns. May sleep
  * briefly. In a fork child, closing an inherited manager only frees the
- * child's copy and touches no shared state.
+ * child's copy and touches no shared state. Thread cancellation is disabled
+ * during the call.
  */
 WLK_EXPORT void wlk_manager_close(struct wlk_manager *m);
 
@@ -297,7 +300,9 @@ WLK_EXPORT const char *wlk_manager_client_id(const struct wlk_manager *m);
  * Unlinks the segment so that the next opener creates a fresh one. A bucket
  * that some process (this one included) still has open is left alone.
  *
- * Context: thread-safe; not async-signal-safe.
+ * Context: thread-safe; not async-signal-safe; waits, as
+ * wlk_manager_open() does, for a process that is opening the bucket.
+ * Thread cancellation is disabled during the call.
  *
  * Return: 0 on success, or
  * * %WLK_EINVAL, %WLK_ESECURITY, %WLK_ENAMETOOLONG - as for

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -1094,4 +1095,83 @@ Test(manager, removed_bucket_is_created_afresh, T_FIX, .timeout = 10)
 	T_ASSERT_RC(wlk_acquire(m, "123456789", 9, NULL, &l), 0);
 	T_ASSERT_RC(wlk_release(l), 0);
 	t_close(m);
+}
+
+/* Whether some task waits in /proc/locks for a lock on inode @ino. */
+static bool lock_waiter_on(ino_t ino)
+{
+	char line[256], want[32];
+	FILE *f = fopen("/proc/locks", "r");
+	bool found = false;
+
+	cr_assert_not_null(f);
+	snprintf(want, sizeof(want), ":%lu ", (unsigned long)ino);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "->") && strstr(line, want);
+	fclose(f);
+	return found;
+}
+
+struct opener {
+	const char *origin;
+	struct wlk_manager *m;
+	int rc;
+	atomic_bool done;
+};
+
+static void *opener_main(void *arg)
+{
+	struct opener *op = arg;
+
+	op->rc = wlk_manager_open(op->origin, NULL, &op->m);
+	atomic_store(&op->done, true);
+	pthread_testcancel();
+	return NULL;
+}
+
+/*
+ * An open waits for a concurrent opener (here: another file description
+ * holding the segment's init lock, as an opener stopped mid-attach does).
+ * Cancelling the waiting thread must not leave the process's registry
+ * locked: later opens of any bucket would hang for good.
+ */
+Test(manager, cancelling_an_open_does_not_hang_later_opens, T_FIX,
+     .timeout = 20)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			    .l_start = WLK_LOCK_INIT, .l_len = 1 };
+	struct opener first = { .origin = t_origin }, later = { 0 };
+	char path[512], other[256];
+	struct timespec until;
+	struct stat st;
+	pthread_t t;
+	void *ret;
+	int fd;
+
+	t_close(open_find(t_origin, NULL, path, sizeof(path)));
+	fd = open(path, O_RDWR);
+	cr_assert_geq(fd, 0, "open %s: %s", path, strerror(errno));
+	cr_assert_eq(fcntl(fd, F_OFD_SETLK, &fl), 0, "%s", strerror(errno));
+	cr_assert_eq(fstat(fd, &st), 0);
+	cr_assert_eq(pthread_create(&t, NULL, opener_main, &first), 0);
+	for (int i = 0; i < T_WAIT_MS && !lock_waiter_on(st.st_ino); i++)
+		t_nap_ms(1);
+	cr_assert(lock_waiter_on(st.st_ino), "the open did not wait");
+	cr_assert_eq(pthread_cancel(t), 0);
+	close(fd); /* the "concurrent opener" goes away */
+	cr_assert_eq(pthread_join(t, &ret), 0);
+	cr_assert_eq(ret, PTHREAD_CANCELED);
+	if (atomic_load(&first.done) && first.rc == 0)
+		wlk_manager_close(first.m);
+
+	t_make_origin(other, sizeof(other), "later");
+	t_track_bucket(other, NULL, NULL);
+	later.origin = other;
+	cr_assert_eq(pthread_create(&t, NULL, opener_main, &later), 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += T_WAIT_MS / 1000;
+	cr_assert_eq(pthread_timedjoin_np(t, NULL, &until), 0,
+		     "a later open of another bucket hangs");
+	T_ASSERT_RC(later.rc, 0);
+	wlk_manager_close(later.m);
 }
