@@ -250,8 +250,9 @@ struct wlk_manager_options {
  * * %WLK_EFORMAT - the segment was made by an incompatible build (pointer
  *   size, mutex layout) of the library.
  * * %WLK_ECORRUPT - the segment failed validation.
- * * -ENOMEM, -ENOSPC (no room in /dev/shm), -EMFILE and other -errno
- *   values from shm_open(), ftruncate(), mmap() or fcntl().
+ * * -ENOMEM, -ENOSPC (no room in /dev/shm for the segment, which is then
+ *   not left behind), -EMFILE and other -errno values from shm_open(),
+ *   ftruncate(), mmap() or fcntl().
  */
 WLK_EXPORT WLK_WARN_UNUSED int
 wlk_manager_open(const char *origin, const struct wlk_manager_options *o,

@@ -522,7 +522,12 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 	} else if (rc == 0) {
 		/* Nobody is attached: whatever is there is stale. */
 		rc = create(b, origin, o, g, token_mark(b, gen));
-		if (!rc)
+		/* Not sized (ENOSPC) or not initialised, it would stay as a
+		 * damaged file; under both locks it is ours alone. Openers
+		 * waiting for the init lock find the name gone and retry. */
+		if (rc)
+			shm_unlink(b->shm_name);
+		else
 			rc = wlk__ofd_lock(b->fd, F_RDLCK, WLK_LOCK_ATTACH, false);
 	} else if (rc == -EBUSY) {
 		rc = attach_existing(b, origin, o);
