@@ -146,7 +146,8 @@ extern "C" {
 	XX(ESTATE, -3004, "InvalidStateError",                                 \
 	   "manager closed, or handle used after fork")                        \
 	XX(ESECURITY, -3005, "SecurityError",                                  \
-	   "opaque origin, or segment with a foreign owner or loose permissions") \
+	   "opaque origin, or segment not a regular file, owned by another "  \
+	   "user, or with looser permissions than asked")                      \
 	XX(EFULL, -3006, "QuotaExceededError",                                 \
 	   "a table of the bucket's segment is full")                          \
 	XX(ECORRUPT, -3007, "WLK_ECORRUPT",                                              \
@@ -243,7 +244,9 @@ struct wlk_manager_options {
  * * %WLK_EINVAL - @origin or @out is NULL, @origin is empty, an option is out
  *   of range, or a string contains characters not allowed.
  * * %WLK_ESECURITY - @origin is "null", or the segment is owned by another
- *   user or has looser permissions than asked for.
+ *   user or has looser permissions than asked for, or its name in /dev/shm
+ *   is taken by something other than a regular file (a directory, a
+ *   symbolic link, a FIFO).
  * * %WLK_ENAMETOOLONG - @origin, bucket, partition or client_id too long.
  * * %WLK_EFULL - the segment's client or agent table is full, or this
  *   process has 1024 buckets open.

@@ -343,6 +343,25 @@ static int attach_existing(struct wlk__bucket *b, const char *origin,
 	return rc;
 }
 
+/*
+ * Why shm_open(@shm_name) failed with @err. Something other than a regular
+ * file at the name (glibc reports a directory as EINVAL, a symbolic link
+ * as ELOOP) is refused as a file of another owner is, not taken for a bad
+ * argument.
+ */
+static int open_error(const char *shm_name, int err)
+{
+	char path[sizeof(SHM_DIR) + WLK_SHM_NAME_MAX];
+	struct stat st;
+
+	if (err == EACCES)
+		return WLK_ESECURITY;
+	snprintf(path, sizeof(path), SHM_DIR "%s", shm_name);
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return WLK_ESECURITY;
+	return wlk__errno(err);
+}
+
 /* Owned by us, and no looser than @perm; *@mode gets its permissions. */
 static int check_file(int fd, unsigned int perm, unsigned int *mode)
 {
@@ -502,7 +521,7 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 			return -EAGAIN; /* removed meanwhile */
 	}
 	if (b->fd < 0)
-		return errno == EACCES ? WLK_ESECURITY : wlk__errno(errno);
+		return open_error(b->shm_name, errno);
 	/* shm_open() applied the umask; the mode must be exactly perm. */
 	if (created && fchmod(b->fd, perm) < 0)
 		return wlk__errno(errno);
@@ -599,7 +618,7 @@ static int remove_one(const char *shm_name)
 
 	fd = shm_open(shm_name, O_RDWR, 0);
 	if (fd < 0)
-		return errno == EACCES ? WLK_ESECURITY : wlk__errno(errno);
+		return open_error(shm_name, errno);
 	rc = check_file(fd, ALLOWED_MODE, &mode);
 	if (!rc)
 		rc = wlk__ofd_lock(fd, F_WRLCK, WLK_LOCK_INIT, true);

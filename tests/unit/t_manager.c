@@ -1175,3 +1175,35 @@ Test(manager, cancelling_an_open_does_not_hang_later_opens, T_FIX,
 	T_ASSERT_RC(later.rc, 0);
 	wlk_manager_close(later.m);
 }
+
+/*
+ * A directory or a symbolic link planted at the segment's name is refused
+ * as a file of another owner is (not taken for a bad argument), and the
+ * message says so.
+ */
+Test(manager, non_regular_file_at_the_segment_name_is_esecurity, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *m = NULL;
+	char path[512];
+	int rc_open, rc_remove;
+
+	t_close(open_find(t_origin, NULL, path, sizeof(path)));
+	T_ASSERT_RC(wlk_bucket_remove(t_origin, NULL), 0);
+	cr_assert_eq(mkdir(path, 0700), 0, "mkdir: %s", strerror(errno));
+	rc_open = wlk_manager_open(t_origin, NULL, &m);
+	rc_remove = wlk_bucket_remove(t_origin, NULL);
+	rmdir(path);
+	T_ASSERT_RC(rc_open, WLK_ESECURITY);
+	cr_assert_null(m);
+	T_ASSERT_RC(rc_remove, WLK_ESECURITY);
+	cr_assert_not_null(strstr(wlk_strerror(WLK_ESECURITY),
+				  "not a regular file"));
+
+	cr_assert_eq(symlink("/nonexistent", path), 0, "symlink: %s",
+		     strerror(errno));
+	rc_open = wlk_manager_open(t_origin, NULL, &m);
+	unlink(path);
+	T_ASSERT_RC(rc_open, WLK_ESECURITY);
+	cr_assert_null(m);
+}
