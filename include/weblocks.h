@@ -171,7 +171,14 @@ enum wlk_mode {
 /* Pass as a name_len to use strlen(name). */
 #define WLK_NUL_TERMINATED ((size_t)-1)
 
-/* Limits on identifiers (bytes, not counting a terminating NUL). */
+/*
+ * Limits on identifiers (bytes, not counting a terminating NUL). The origin,
+ * bucket, partition and client_id are NUL-terminated byte strings compared
+ * byte for byte: any byte is allowed except the ASCII control characters
+ * (0x01-0x1f and 0x7f), which would let one forge lines in listings and
+ * logs that show it (wlk_manager_open() refuses them with %WLK_EINVAL).
+ * Spaces, '/', UTF-8 and any other byte from 0x80 up are fine.
+ */
 #define WLK_ORIGIN_MAX 1024
 #define WLK_BUCKET_MAX 255
 #define WLK_PARTITION_MAX 255
@@ -226,8 +233,9 @@ struct wlk_manager_options {
 /**
  * wlk_manager_open() - Obtain the lock manager of an origin bucket.
  * @origin: serialized origin, such as "https://example.com"; compared byte
- *          for byte, 1..WLK_ORIGIN_MAX bytes. "null" (an opaque origin) is
- *          refused, as the spec requires.
+ *          for byte, 1..WLK_ORIGIN_MAX bytes, no control characters (see
+ *          WLK_ORIGIN_MAX). "null" (an opaque origin) is refused, as the
+ *          spec requires.
  * @o:      options, or NULL for the defaults.
  * @out:    receives the manager; written only on success.
  *
@@ -242,7 +250,8 @@ struct wlk_manager_options {
  *
  * Return: 0 on success, or
  * * %WLK_EINVAL - @origin or @out is NULL, @origin is empty, an option is out
- *   of range, or a string contains characters not allowed.
+ *   of range, or @origin, bucket, partition or client_id contains an ASCII
+ *   control character.
  * * %WLK_ESECURITY - @origin is "null", or the segment is owned by another
  *   user or has looser permissions than asked for, or its name in /dev/shm
  *   is taken by something other than a regular file (a directory, a

@@ -35,17 +35,16 @@ static int make_client_id(char *buf, size_t cap)
 static int set_client_id(struct wlk_manager *m,
 			 const struct wlk_manager_options *o)
 {
-	size_t len;
+	int rc;
 
 	if (!o || !o->client_id)
 		return make_client_id(m->client_id, sizeof(m->client_id));
-	len = strnlen(o->client_id, WLK_CLIENT_ID_MAX + 1);
-	if (!len)
+	if (!*o->client_id)
 		return WLK_EINVAL;
-	if (len > WLK_CLIENT_ID_MAX)
-		return WLK_ENAMETOOLONG;
-	memcpy(m->client_id, o->client_id, len + 1);
-	return 0;
+	rc = wlk__check_ident(o->client_id, WLK_CLIENT_ID_MAX);
+	if (!rc)
+		memcpy(m->client_id, o->client_id, strlen(o->client_id) + 1);
+	return rc;
 }
 
 static int manager_open(const char *origin,

@@ -1207,3 +1207,48 @@ Test(manager, non_regular_file_at_the_segment_name_is_esecurity, T_FIX,
 	T_ASSERT_RC(rc_open, WLK_ESECURITY);
 	cr_assert_null(m);
 }
+
+/* Control characters (C0 and DEL) are refused in every identifier. */
+Test(manager, control_characters_in_identifiers_are_einval, T_FIX,
+     .timeout = 10)
+{
+	static const char *const bad[] = { "a\nb", "\x01", "tab\there",
+					   "del\x7f", "\x1f" };
+	char origin[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct wlk_manager_options o[] = {
+			{ .bucket = bad[i] },
+			{ .partition = bad[i] },
+			{ .client_id = bad[i] },
+		};
+		struct wlk_manager *m = NULL;
+
+		snprintf(origin, sizeof(origin), "%s%s", t_origin, bad[i]);
+		/* Removed in t_fini() should one be created after all. */
+		t_track_bucket(origin, NULL, NULL);
+		t_track_bucket(t_origin, bad[i], NULL);
+		t_track_bucket(t_origin, NULL, bad[i]);
+		T_ASSERT_RC(wlk_manager_open(origin, NULL, &m), WLK_EINVAL);
+		T_ASSERT_RC(wlk_bucket_remove(origin, NULL), WLK_EINVAL);
+		for (size_t k = 0; k < sizeof(o) / sizeof(o[0]); k++)
+			T_ASSERT_RC(wlk_manager_open(t_origin, &o[k], &m),
+				    WLK_EINVAL);
+		cr_assert_null(m, "identifier %zu accepted", i);
+	}
+}
+
+/* Every other byte is allowed: spaces, '/', UTF-8, any byte >= 0x80. */
+Test(manager, other_bytes_in_identifiers_are_allowed, T_FIX, .timeout = 10)
+{
+	struct wlk_manager_options o = { .bucket = "b /\xc3\xa9\xff",
+					 .partition = "p~%n",
+					 .client_id = "two words \xff" };
+	struct wlk_manager *m;
+
+	t_track_bucket(t_origin, o.bucket, o.partition);
+	m = t_open_opts(&o);
+	cr_assert_str_eq(wlk_manager_client_id(m), o.client_id);
+	t_close(m);
+}
