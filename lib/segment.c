@@ -17,6 +17,8 @@
 #define SHM_DIR "/dev/shm"
 #define DEFAULT_MODE 0600u
 #define ALLOWED_MODE 0666u
+/* The bits every segment has: its owner's processes open it read-write. */
+#define OWNER_MODE 0600u
 #define PAGE 4096u
 /* Largest segment a geometry may ask for. */
 #define MAX_SEGMENT_SIZE (1ull << 30)
@@ -380,7 +382,11 @@ static int options_perm(const struct wlk_manager_options *o,
 			unsigned int *perm)
 {
 	*perm = o && o->permissions ? o->permissions : DEFAULT_MODE;
-	return (*perm & ~ALLOWED_MODE) ? WLK_EINVAL : 0;
+	/* Without the owner's bits only the creator could use it, and
+	 * nobody could remove it. */
+	if ((*perm & ~ALLOWED_MODE) || (*perm & OWNER_MODE) != OWNER_MODE)
+		return WLK_EINVAL;
+	return 0;
 }
 
 /* The check check_file() made, for a bucket this process has mapped. */

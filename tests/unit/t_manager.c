@@ -293,6 +293,25 @@ Test(manager, permissions_outside_rw_bits_are_einval, T_FIX, .timeout = 10)
 	}
 }
 
+/* The owner's processes open the segment read-write: 0600 is required. */
+Test(manager, permissions_without_owner_read_write_are_einval, T_FIX,
+     .timeout = 10)
+{
+	static const unsigned int bad[] = { 0060, 0006, 0066, 0400, 0200,
+					    0466, 0266 };
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct wlk_manager_options o = { .permissions = bad[i] };
+		struct wlk_manager *m = NULL;
+
+		T_ASSERT_RC(wlk_manager_open(t_origin, &o, &m), WLK_EINVAL);
+		cr_assert_null(m, "permissions %o", bad[i]);
+		/* Nothing was created either. */
+		T_ASSERT_RC(wlk_bucket_remove(t_origin, NULL), -ENOENT);
+	}
+}
+
 Test(manager, capacities_above_limits_are_einval, T_FIX, .timeout = 10)
 {
 	struct wlk_manager_options o[] = {
