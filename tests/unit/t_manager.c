@@ -1271,3 +1271,45 @@ Test(manager, other_bytes_in_identifiers_are_allowed, T_FIX, .timeout = 10)
 	cr_assert_str_eq(wlk_manager_client_id(m), o.client_id);
 	t_close(m);
 }
+
+/* How the child below ends when the second release goes unnoticed, or
+ * when it could not get that far (sanitizers exit 1 or abort). */
+#define UNDETECTED 5
+#define SETUP_FAILED 20
+
+/*
+ * A handle freed by wlk_release() and reused by a later acquire: the
+ * second release would release that later lock.
+ */
+static int child_double_release(void *arg)
+{
+	struct wlk_manager *a = NULL, *b = NULL;
+	struct wlk_lock *first = NULL, *later = NULL;
+	int devnull = open("/dev/null", O_WRONLY);
+
+	(void)arg;
+	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &a) == 0 &&
+		      wlk_manager_open(t_origin, NULL, &b) == 0 &&
+		      wlk_acquire(a, "a", 1, NULL, &first) == 0 &&
+		      wlk_release(first) == 0 &&
+		      wlk_acquire(b, "b", 1, NULL, &later) == 0 &&
+		      devnull >= 0, SETUP_FAILED);
+	/* The sanitizer's report is expected; keep it off the test log. */
+	T_CHILD_CHECK(dup2(devnull, STDERR_FILENO) >= 0, SETUP_FAILED);
+	(void)wlk_release(first);
+	return UNDETECTED;
+}
+
+/* AddressSanitizer builds report a second release of a handle. */
+Test(manager, double_release_is_reported_under_asan, T_FIX, .timeout = 20)
+{
+	int rc;
+
+#ifndef __SANITIZE_ADDRESS__
+	cr_skip_test("only detected in AddressSanitizer builds");
+#endif
+	rc = t_wait(t_fork(child_double_release, NULL), T_WAIT_MS);
+	cr_assert_neq(rc, SETUP_FAILED, "child could not acquire");
+	cr_assert_neq(rc, UNDETECTED, "a second release went unnoticed");
+	cr_assert_neq(rc, -1, "child hung");
+}
