@@ -34,10 +34,15 @@
 
 static const int points[] = {1, 10, 100, 1000};
 #define NPOINTS (sizeof(points) / sizeof(points[0]))
+/*
+ * The cycle word's value that tells the threads to quit. Quitting must
+ * change the word the threads sleep on: a separate flag set between a
+ * thread's check of it and its futex wait would never wake that thread.
+ */
+#define CYCLE_QUIT UINT32_MAX
 
 struct burst {
-	volatile uint32_t cycle; /* threads queue once per cycle */
-	volatile uint32_t quit;
+	uint32_t cycle; /* threads queue once per cycle; CYCLE_QUIT */
 	uint64_t granted_ns[MAX_WAITERS];
 };
 
@@ -59,12 +64,14 @@ static void *shared_thread(void *arg)
 
 	for (;;) {
 		struct wlk_lock *l;
+		uint32_t c;
 
-		while (bu->cycle == seen && !bu->quit)
+		while ((c = __atomic_load_n(&bu->cycle, __ATOMIC_ACQUIRE)) ==
+		       seen)
 			fwait(&bu->cycle, seen);
-		if (bu->quit)
+		if (c == CYCLE_QUIT)
 			return NULL;
-		seen = bu->cycle;
+		seen = c;
 		check(wlk_acquire(tm, "q", 1, &sh, &l), "acquire");
 		bu->granted_ns[me] = now_ns();
 		check(wlk_release(l), "release");
@@ -139,7 +146,7 @@ static void run(struct wlk_manager *hm, struct wlk_manager *pm, int n,
 
 		for (int i = 0; i < n; i++)
 			bu->granted_ns[i] = 0;
-		bu->cycle++;
+		__atomic_store_n(&bu->cycle, bu->cycle + 1, __ATOMIC_RELEASE);
 		fwake(&bu->cycle);
 		await_pending(hm, (size_t)n);
 		probes(pm, &rep[2]);
@@ -166,7 +173,7 @@ static void run(struct wlk_manager *hm, struct wlk_manager *pm, int n,
 	}
 	p->sys += sc_count(&rel_sc) - sys0;
 	p->releases += cycles + 1;
-	bu->quit = 1;
+	__atomic_store_n(&bu->cycle, CYCLE_QUIT, __ATOMIC_RELEASE);
 	fwake(&bu->cycle);
 	reap(pid, "shared waiters");
 	check(wlk_release(h), "release");

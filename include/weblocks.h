@@ -91,6 +91,22 @@
  *    created mode 0600 and a segment owned by another user, or with looser
  *    permissions than asked, is refused (WLK_ESECURITY). Anyone who can
  *    write the segment can disturb the lock state of every process using it.
+ *  - The segments are the files /dev/shm/wlk<layout>-<uid>-<hash>. Only
+ *    their owner's processes, through this library, wlk_bucket_remove() and
+ *    shm-inspect, should touch them. Truncating a live segment kills the
+ *    processes using it with SIGBUS when they touch the lost pages (new
+ *    openers poison it and move to a new generation, or get WLK_ECORRUPT).
+ *    Unlinking one (rm, or systemd-logind's RemoveIPC=yes when the user's
+ *    last session ends) silently splits the bucket in two: the processes
+ *    attached keep the old file, new openers create a new one, and the same
+ *    lock can then be granted on both sides. wlk_bucket_remove() refuses a
+ *    bucket in use.
+ *  - Segment names are predictable. Another local user can create the file
+ *    of a bucket of yours first (any mode): wlk_manager_open() and
+ *    wlk_bucket_remove() then refuse it with WLK_ESECURITY for as long as
+ *    that file exists, and /dev/shm being sticky, only its owner or root
+ *    can remove it (rm /dev/shm/wlk<layout>-<your uid>-...; ls -l /dev/shm
+ *    shows the owner).
  *  - The API is thread-safe but not async-signal-safe, except
  *    wlk_signal_abort() and wlk_signal_aborted().
  */
@@ -146,7 +162,8 @@ extern "C" {
 	XX(ESTATE, -3004, "InvalidStateError",                                 \
 	   "manager closed, or handle used after fork")                        \
 	XX(ESECURITY, -3005, "SecurityError",                                  \
-	   "opaque origin, or segment with a foreign owner or loose permissions") \
+	   "opaque origin, or segment not a regular file, owned by another "  \
+	   "user, or with looser permissions than asked")                      \
 	XX(EFULL, -3006, "QuotaExceededError",                                 \
 	   "a table of the bucket's segment is full")                          \
 	XX(ECORRUPT, -3007, "WLK_ECORRUPT",                                              \
@@ -170,7 +187,14 @@ enum wlk_mode {
 /* Pass as a name_len to use strlen(name). */
 #define WLK_NUL_TERMINATED ((size_t)-1)
 
-/* Limits on identifiers (bytes, not counting a terminating NUL). */
+/*
+ * Limits on identifiers (bytes, not counting a terminating NUL). The origin,
+ * bucket, partition and client_id are NUL-terminated byte strings compared
+ * byte for byte: any byte is allowed except the ASCII control characters
+ * (0x01-0x1f and 0x7f), which would let one forge lines in listings and
+ * logs that show it (wlk_manager_open() refuses them with %WLK_EINVAL).
+ * Spaces, '/', UTF-8 and any other byte from 0x80 up are fine.
+ */
 #define WLK_ORIGIN_MAX 1024
 #define WLK_BUCKET_MAX 255
 #define WLK_PARTITION_MAX 255
@@ -201,8 +225,11 @@ struct wlk_snapshot; /* result of wlk_query() */
  *                bytes. It is a label: two managers given the same string
  *                are still two clients.
  * @permissions:  file mode of the segment, a subset of 0600 | 0060 | 0006
- *                (read/write bits only); 0 means 0600. Every opener must
- *                ask for the same or looser permissions than the segment has.
+ *                (read/write bits only) that includes 0600; 0 means 0600.
+ *                (Without the owner's bits no other process could attach,
+ *                and nobody could remove it: %WLK_EINVAL.) Every opener
+ *                must ask for the same or looser permissions than the
+ *                segment has.
  * @max_names:    capacity of the name table; 0 = WLK_DEFAULT_MAX_NAMES.
  * @max_requests: capacity of the request table (held + pending);
  *                0 = WLK_DEFAULT_MAX_REQUESTS.
@@ -225,8 +252,9 @@ struct wlk_manager_options {
 /**
  * wlk_manager_open() - Obtain the lock manager of an origin bucket.
  * @origin: serialized origin, such as "https://example.com"; compared byte
- *          for byte, 1..WLK_ORIGIN_MAX bytes. "null" (an opaque origin) is
- *          refused, as the spec requires.
+ *          for byte, 1..WLK_ORIGIN_MAX bytes, no control characters (see
+ *          WLK_ORIGIN_MAX). "null" (an opaque origin) is refused, as the
+ *          spec requires.
  * @o:      options, or NULL for the defaults.
  * @out:    receives the manager; written only on success.
  *
@@ -234,22 +262,39 @@ struct wlk_manager_options {
  * registers a new client (clientId) in it. Managers of the same bucket in one
  * process share one mapping of the segment.
  *
- * Context: thread-safe; may sleep briefly (waits for a concurrent creator to
- * finish initialising the segment); not async-signal-safe.
+ * Context: thread-safe; not async-signal-safe; may sleep. It waits while
+ * another process is creating or attaching to the same segment (normally
+ * well under a millisecond; creating a large segment first reserves all of
+ * its memory), and while another process holds the segment's mutex. Neither
+ * wait has a bound: behind a process stopped (SIGSTOP, a debugger) at one
+ * of those points, it waits until that process continues or dies. Until
+ * then, the calls of this process that map or unmap a bucket (an open of a
+ * bucket it has not mapped yet, a close of a bucket's last manager) wait
+ * behind it, whatever the bucket. Thread cancellation is disabled
+ * during the call: a cancel takes effect at the caller's next cancellation
+ * point.
  *
  * Return: 0 on success, or
  * * %WLK_EINVAL - @origin or @out is NULL, @origin is empty, an option is out
- *   of range, or a string contains characters not allowed.
+ *   of range, or @origin, bucket, partition or client_id contains an ASCII
+ *   control character.
  * * %WLK_ESECURITY - @origin is "null", or the segment is owned by another
- *   user or has looser permissions than asked for.
+ *   user or has looser permissions than asked for, or its name in /dev/shm
+ *   is taken by something other than a regular file (a directory, a
+ *   symbolic link, a FIFO).
  * * %WLK_ENAMETOOLONG - @origin, bucket, partition or client_id too long.
  * * %WLK_EFULL - the segment's client or agent table is full, or this
  *   process has 1024 buckets open.
  * * %WLK_EFORMAT - the segment was made by an incompatible build (pointer
  *   size, mutex layout) of the library.
  * * %WLK_ECORRUPT - the segment failed validation.
- * * -ENOMEM, -ENOSPC (no room in /dev/shm), -EMFILE and other -errno
- *   values from shm_open(), ftruncate(), mmap() or fcntl().
+ * * -EAGAIN - this process's anchor thread could not be started (it is
+ *   started by the first open: RLIMIT_NPROC, or out of threads), or the
+ *   segment was removed or replaced 16 times in a row while this call
+ *   attached to it.
+ * * -ENOMEM, -ENOSPC (no room in /dev/shm for the segment, which is then
+ *   not left behind), -EMFILE and other -errno values from shm_open(),
+ *   ftruncate(), mmap() or fcntl().
  */
 WLK_EXPORT WLK_WARN_UNUSED int
 wlk_manager_open(const char *origin, const struct wlk_manager_options *o,
@@ -272,9 +317,13 @@ wlk_manager_open(const char *origin, const struct wlk_manager_options *o,
  * done with it.
  *
  * Context: thread-safe with respect to other calls on @m that are already
- * in progress; @m must not be used by new calls once this returns. May sleep
+ * in progress. Once this returns, @m must not be passed to any function
+ * again: as with a FILE after fclose(), it may have been freed, and such a
+ * call is undefined (%WLK_ESTATE is what calls already in progress, lock
+ * handles of @m and managers inherited through fork() get). May sleep
  * briefly. In a fork child, closing an inherited manager only frees the
- * child's copy and touches no shared state.
+ * child's copy and touches no shared state. Thread cancellation is disabled
+ * during the call.
  */
 WLK_EXPORT void wlk_manager_close(struct wlk_manager *m);
 
@@ -297,7 +346,9 @@ WLK_EXPORT const char *wlk_manager_client_id(const struct wlk_manager *m);
  * Unlinks the segment so that the next opener creates a fresh one. A bucket
  * that some process (this one included) still has open is left alone.
  *
- * Context: thread-safe; not async-signal-safe.
+ * Context: thread-safe; not async-signal-safe; waits, as
+ * wlk_manager_open() does, for a process that is opening the bucket.
+ * Thread cancellation is disabled during the call.
  *
  * Return: 0 on success, or
  * * %WLK_EINVAL, %WLK_ESECURITY, %WLK_ENAMETOOLONG - as for
@@ -321,7 +372,11 @@ WLK_EXPORT int wlk_bucket_remove(const char *origin,
  * @signal:       abort signal, or NULL.
  * @timeout_ns:   extension: give up with %WLK_ETIMEDOUT if not granted
  *                within this many nanoseconds (CLOCK_MONOTONIC); 0 waits
- *                without limit.
+ *                without limit, and so does a timeout whose deadline
+ *                would lie past the end of the 64-bit nanosecond clock
+ *                (UINT64_MAX, or anything within the uptime of it: over
+ *                584 years). It limits the wait for the grant only: a
+ *                deadline that passes after the grant is ignored.
  *
  * All-zero (or a NULL pointer) gives the defaults.
  */
@@ -338,7 +393,11 @@ struct wlk_options {
  * @lock: the granted lock, or NULL when if_available could not grant it.
  * @arg:  the argument given to wlk_request().
  *
- * Return: any value; wlk_request() passes it through unchanged.
+ * Return: any value; wlk_request() passes it through unchanged, in the same
+ * int as its own error codes. A negative value, if it equals a WLK_E* code
+ * or a negated errno, cannot be told from that error by wlk_request()'s
+ * caller; return 0 or positive values, or pass results through @arg, when
+ * the caller must tell them apart.
  */
 typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
 
@@ -359,12 +418,13 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  * The lock handle passed to @cb is valid only during the call; @cb must not
  * wlk_release() it.
  *
- * If @o->signal is aborted, or the timeout passes, before @cb starts, the
- * request leaves the queue (the requests behind it may be granted) and the
- * abort reason or %WLK_ETIMEDOUT is returned; @cb does not run. As in the
- * spec, a signal found aborted when the lock has been granted but @cb has not
- * started yet also releases the lock and returns the reason. Once @cb has
- * started, the signal and the timeout are ignored.
+ * If @o->signal is aborted, or the timeout passes, before the request is
+ * granted, the request leaves the queue (the requests behind it may be
+ * granted) and the abort reason or %WLK_ETIMEDOUT is returned; @cb does not
+ * run. As in the spec, a signal found aborted when the lock has been granted
+ * but @cb has not started yet also releases the lock and returns the reason.
+ * The timeout does not: a deadline that passes after the grant is ignored,
+ * and @cb runs. Once @cb has started, the signal is ignored too.
  *
  * Context: thread-safe; may sleep; not async-signal-safe. Thread
  * cancellation is disabled while waiting so that a cancelled thread never
@@ -379,10 +439,12 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  * Return: @cb's return value if @cb ran, except %WLK_ESTOLEN if the lock was
  * stolen before @cb returned and %WLK_ESTATE if the manager was closed while
  * @cb ran (the lock was released under it). Otherwise a negative code, and
- * @cb did not run:
+ * @cb did not run. The two share one int: a negative value returned by @cb
+ * reads as the code it equals (see &typedef wlk_callback). The codes:
  * * %WLK_EINVAL - @m, @name or @cb is NULL, or @o->mode is not a mode.
- * * %WLK_ESTATE - @m is closed (before or during the call) or was inherited
- *   through fork().
+ * * %WLK_ESTATE - @m was closed by another thread during the call, or was
+ *   inherited through fork(). (Calling with @m already closed is
+ *   undefined: see wlk_manager_close().)
  * * %WLK_ENOTSUPPORTED - @name starts with '-'; or steal is combined with
  *   if_available or %WLK_SHARED; or a signal or a timeout is combined with
  *   steal or if_available.
@@ -410,10 +472,12 @@ WLK_EXPORT int wlk_request(struct wlk_manager *m, const char *name,
  *            on success.
  *
  * The handle form of wlk_request(): the lock is held until wlk_release().
- * The signal and the timeout act until this function returns. A lock
- * stolen after its grant but before this returns is returned all the same,
- * as on every path: wlk_lock_stolen() is true and wlk_release() returns
- * %WLK_ESTOLEN (and frees its request slot).
+ * The timeout limits the wait for the grant; the signal acts until this
+ * function returns (a signal found aborted after the grant releases the
+ * lock and returns its reason). A lock stolen after its grant but before
+ * this returns is returned all the same, as on every path:
+ * wlk_lock_stolen() is true and wlk_release() returns %WLK_ESTOLEN (and
+ * frees its request slot).
  *
  * Context: as for wlk_request().
  *
@@ -430,7 +494,10 @@ wlk_acquire(struct wlk_manager *m, const char *name, size_t name_len,
  *
  * Removes the lock from the held set and grants the requests that become
  * grantable; they are in the held set when this returns. The handle is
- * freed in every case.
+ * freed in every case, so @lock must not be used again: a second
+ * wlk_release() of it is undefined, as a second free() is (the memory may
+ * already be the handle of a later lock, which it would release). Builds
+ * with AddressSanitizer report it as a use after free.
  *
  * Context: thread-safe; never sleeps for another lock holder (only for the
  * segment mutex). May be called from any thread of the process that
@@ -593,7 +660,8 @@ struct wlk_lock_info {
  *
  * Return: 0, or
  * * %WLK_EINVAL - @m or @out is NULL.
- * * %WLK_ESTATE - @m is closed or was inherited through fork().
+ * * %WLK_ESTATE - @m was closed by another thread during the call, or was
+ *   inherited through fork() (with @m already closed: undefined).
  * * %WLK_ECORRUPT - the segment failed validation or repair.
  * * -ENOMEM - out of memory.
  */
@@ -668,7 +736,8 @@ typedef void (*wlk_violation_cb)(const char *what, void *arg);
  * Return: 0 if every invariant holds, or
  * * %WLK_ECORRUPT - at least one violation (reported through @cb).
  * * %WLK_EINVAL - @m is NULL.
- * * %WLK_ESTATE - @m is closed or was inherited through fork().
+ * * %WLK_ESTATE - @m was closed by another thread during the call, or was
+ *   inherited through fork() (with @m already closed: undefined).
  * * -ENOMEM - out of memory.
  */
 WLK_EXPORT int wlk_manager_validate(struct wlk_manager *m, wlk_violation_cb cb,

@@ -220,8 +220,7 @@ WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
 	}
 	*r = (struct wlk_async){.m = m, .l = r->l, .cb = cb, .arg = arg,
 				.sig = o->signal};
-	if (o->timeout_ns)
-		r->deadline = wlk__now_ns() + o->timeout_ns;
+	r->deadline = wlk__deadline_ns(o->timeout_ns);
 	pthread_mutex_lock(&m->amu);
 	rc = wlk__actx_get(m, &a);
 	if (!rc && r->sig) {

@@ -100,6 +100,10 @@ static int map_segment(struct wlk_inspect *in, unsigned int flags)
 	 * the inspector; a regular file ignores the flag. */
 	in->b.fd = open(in->path, (rw ? O_RDWR : O_RDONLY) | O_NOFOLLOW |
 					  O_CLOEXEC | O_NONBLOCK);
+	/* A directory (EISDIR when opened for writing) or a symbolic link
+	 * (ELOOP) is not a segment of ours, as a FIFO is not. */
+	if (in->b.fd < 0 && (errno == EISDIR || errno == ELOOP))
+		return WLK_ESECURITY;
 	if (in->b.fd < 0)
 		return wlk__errno(errno);
 	if (fstat(in->b.fd, &st) < 0)

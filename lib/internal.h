@@ -305,6 +305,21 @@ int wlk__futex_wait(struct wlk__waitv *w, unsigned int n,
 		    uint64_t deadline_ns) WLK_INTERNAL;
 void wlk__futex_wake(uint32_t *word, int n) WLK_INTERNAL;
 uint64_t wlk__now_ns(void) WLK_INTERNAL;
+
+/*
+ * The deadline of a request with @timeout_ns (0 = none). A timeout whose
+ * deadline lies past the end of the 64-bit clock (UINT64_MAX, the natural
+ * "forever") means none, rather than a sum that wraps to the past.
+ */
+static inline uint64_t wlk__deadline_ns(uint64_t timeout_ns)
+{
+	uint64_t now;
+
+	if (!timeout_ns)
+		return 0;
+	now = wlk__now_ns();
+	return timeout_ns > UINT64_MAX - now ? 0 : now + timeout_ns;
+}
 uint64_t wlk__stamp_ns(void) WLK_INTERNAL;
 uint64_t wlk__realtime_ns(void) WLK_INTERNAL;
 
@@ -325,6 +340,7 @@ int wlk__mutex_init(pthread_mutex_t *mu) WLK_INTERNAL;
 #define WLK_MAX_GENERATIONS 16
 
 /* naming.c */
+int wlk__check_ident(const char *s, size_t max) WLK_INTERNAL;
 int wlk__bucket_key(const char *origin, const struct wlk_manager_options *o,
 		    uint8_t key[WLK_KEY_BYTES], char *shm_name) WLK_INTERNAL;
 void wlk__generation_name(char *dst, const char *base, unsigned int gen)

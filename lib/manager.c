@@ -5,6 +5,7 @@
  * alive while threads and lock handles still use it.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,22 +35,21 @@ static int make_client_id(char *buf, size_t cap)
 static int set_client_id(struct wlk_manager *m,
 			 const struct wlk_manager_options *o)
 {
-	size_t len;
+	int rc;
 
 	if (!o || !o->client_id)
 		return make_client_id(m->client_id, sizeof(m->client_id));
-	len = strnlen(o->client_id, WLK_CLIENT_ID_MAX + 1);
-	if (!len)
+	if (!*o->client_id)
 		return WLK_EINVAL;
-	if (len > WLK_CLIENT_ID_MAX)
-		return WLK_ENAMETOOLONG;
-	memcpy(m->client_id, o->client_id, len + 1);
-	return 0;
+	rc = wlk__check_ident(o->client_id, WLK_CLIENT_ID_MAX);
+	if (!rc)
+		memcpy(m->client_id, o->client_id, strlen(o->client_id) + 1);
+	return rc;
 }
 
-WLK_EXPORT int wlk_manager_open(const char *origin,
-				const struct wlk_manager_options *o,
-				struct wlk_manager **out)
+static int manager_open(const char *origin,
+			const struct wlk_manager_options *o,
+			struct wlk_manager **out)
 {
 	struct wlk__wake wake;
 	struct wlk_manager *m;
@@ -89,6 +89,23 @@ WLK_EXPORT int wlk_manager_open(const char *origin,
 	return 0;
 }
 
+WLK_EXPORT int wlk_manager_open(const char *origin,
+				const struct wlk_manager_options *o,
+				struct wlk_manager **out)
+{
+	int rc, cancel;
+
+	/*
+	 * Opening waits for a concurrent opener's init lock (fcntl, a
+	 * cancellation point) with the process's registry lock held: a
+	 * thread cancelled there would hang every later open for good.
+	 */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	rc = manager_open(origin, o, out);
+	pthread_setcancelstate(cancel, NULL);
+	return rc;
+}
+
 static void manager_unref(struct wlk_manager *m)
 {
 	if (uatomic_sub_return(&m->refs, 1))
@@ -119,11 +136,15 @@ void wlk__manager_leave(struct wlk_manager *m)
 WLK_EXPORT void wlk_manager_close(struct wlk_manager *m)
 {
 	struct wlk__wake wake;
+	int cancel;
 
 	if (!m)
 		return;
 	if (uatomic_xchg(&m->closed, 1))
 		return; /* closed twice: the first call did the work */
+	/* Half a close (cancelled in close() or an RCU grace period's
+	 * sleep, with a lock held) could not be finished by anyone. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	if (m->fork_gen == wlk__fork_gen()) {
 		/* Wake our blocked threads; they will find the client gone. */
 		uatomic_inc(&m->close_word);
@@ -136,6 +157,7 @@ WLK_EXPORT void wlk_manager_close(struct wlk_manager *m)
 		wlk__async_close(m);
 	}
 	manager_unref(m);
+	pthread_setcancelstate(cancel, NULL);
 }
 
 WLK_EXPORT const char *wlk_manager_client_id(const struct wlk_manager *m)
@@ -148,10 +170,16 @@ WLK_EXPORT int wlk_bucket_remove(const char *origin,
 {
 	uint8_t key[WLK_KEY_BYTES];
 	char shm_name[WLK_SHM_NAME_MAX];
-	int rc;
+	int rc, cancel;
 
 	rc = wlk__bucket_key(origin, o, key, shm_name);
-	return rc ? rc : wlk__segment_remove(shm_name);
+	if (rc)
+		return rc;
+	/* It waits for openers' init locks too; an fd must not leak. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	rc = wlk__segment_remove(shm_name);
+	pthread_setcancelstate(cancel, NULL);
+	return rc;
 }
 
 /* A lock handle keeps its manager's memory alive. */

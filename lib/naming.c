@@ -29,11 +29,28 @@ static void put_field(uint8_t **p, const char *s, size_t len)
 	*p += sizeof(l) + len;
 }
 
-static int check_ident(const char *s, size_t max)
+/* The ASCII control characters: C0 and DEL. */
+#define CTRL_LAST 0x1f
+#define CTRL_DEL 0x7f
+
+/*
+ * wlk__check_ident() - an identifier of at most @max bytes without control
+ * characters (they would let one forge lines in every listing, log and
+ * shm-inspect output that shows it). Any other byte is allowed.
+ */
+int wlk__check_ident(const char *s, size_t max)
 {
 	size_t len = strnlen(s, max + 1);
 
-	return len > max ? WLK_ENAMETOOLONG : 0;
+	if (len > max)
+		return WLK_ENAMETOOLONG;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c <= CTRL_LAST || c == CTRL_DEL)
+			return WLK_EINVAL;
+	}
+	return 0;
 }
 
 /*
@@ -56,11 +73,11 @@ int wlk__bucket_key(const char *origin, const struct wlk_manager_options *o,
 	/* "null" is how an opaque origin serialises: it has no bucket. */
 	if (!strcmp(origin, "null"))
 		return WLK_ESECURITY;
-	rc = check_ident(origin, WLK_ORIGIN_MAX);
+	rc = wlk__check_ident(origin, WLK_ORIGIN_MAX);
 	if (!rc)
-		rc = check_ident(bucket, WLK_BUCKET_MAX);
+		rc = wlk__check_ident(bucket, WLK_BUCKET_MAX);
 	if (!rc)
-		rc = check_ident(part, WLK_PARTITION_MAX);
+		rc = wlk__check_ident(part, WLK_PARTITION_MAX);
 	if (rc)
 		return rc;
 	put_field(&p, origin, strlen(origin));

@@ -101,7 +101,7 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 		.hash = l->hashed ? l->hash
 				  : wlk__name_hash(m->b, l->name, l->name_len),
 	};
-	uint64_t deadline = o->timeout_ns ? wlk__now_ns() + o->timeout_ns : 0;
+	uint64_t deadline = wlk__deadline_ns(o->timeout_ns);
 	struct wlk__lane *lane = wlk__lane_take(m);
 	struct wlk__watch watch;
 	int rc;

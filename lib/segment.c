@@ -17,6 +17,8 @@
 #define SHM_DIR "/dev/shm"
 #define DEFAULT_MODE 0600u
 #define ALLOWED_MODE 0666u
+/* The bits every segment has: its owner's processes open it read-write. */
+#define OWNER_MODE 0600u
 #define PAGE 4096u
 /* Largest segment a geometry may ask for. */
 #define MAX_SEGMENT_SIZE (1ull << 30)
@@ -343,6 +345,25 @@ static int attach_existing(struct wlk__bucket *b, const char *origin,
 	return rc;
 }
 
+/*
+ * Why shm_open(@shm_name) failed with @err. Something other than a regular
+ * file at the name (glibc reports a directory as EINVAL, a symbolic link
+ * as ELOOP) is refused as a file of another owner is, not taken for a bad
+ * argument.
+ */
+static int open_error(const char *shm_name, int err)
+{
+	char path[sizeof(SHM_DIR) + WLK_SHM_NAME_MAX];
+	struct stat st;
+
+	if (err == EACCES)
+		return WLK_ESECURITY;
+	snprintf(path, sizeof(path), SHM_DIR "%s", shm_name);
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return WLK_ESECURITY;
+	return wlk__errno(err);
+}
+
 /* Owned by us, and no looser than @perm; *@mode gets its permissions. */
 static int check_file(int fd, unsigned int perm, unsigned int *mode)
 {
@@ -361,7 +382,11 @@ static int options_perm(const struct wlk_manager_options *o,
 			unsigned int *perm)
 {
 	*perm = o && o->permissions ? o->permissions : DEFAULT_MODE;
-	return (*perm & ~ALLOWED_MODE) ? WLK_EINVAL : 0;
+	/* Without the owner's bits only the creator could use it, and
+	 * nobody could remove it. */
+	if ((*perm & ~ALLOWED_MODE) || (*perm & OWNER_MODE) != OWNER_MODE)
+		return WLK_EINVAL;
+	return 0;
 }
 
 /* The check check_file() made, for a bucket this process has mapped. */
@@ -502,7 +527,7 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 			return -EAGAIN; /* removed meanwhile */
 	}
 	if (b->fd < 0)
-		return errno == EACCES ? WLK_ESECURITY : wlk__errno(errno);
+		return open_error(b->shm_name, errno);
 	/* shm_open() applied the umask; the mode must be exactly perm. */
 	if (created && fchmod(b->fd, perm) < 0)
 		return wlk__errno(errno);
@@ -522,7 +547,12 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 	} else if (rc == 0) {
 		/* Nobody is attached: whatever is there is stale. */
 		rc = create(b, origin, o, g, token_mark(b, gen));
-		if (!rc)
+		/* Not sized (ENOSPC) or not initialised, it would stay as a
+		 * damaged file; under both locks it is ours alone. Openers
+		 * waiting for the init lock find the name gone and retry. */
+		if (rc)
+			shm_unlink(b->shm_name);
+		else
 			rc = wlk__ofd_lock(b->fd, F_RDLCK, WLK_LOCK_ATTACH, false);
 	} else if (rc == -EBUSY) {
 		rc = attach_existing(b, origin, o);
@@ -594,7 +624,7 @@ static int remove_one(const char *shm_name)
 
 	fd = shm_open(shm_name, O_RDWR, 0);
 	if (fd < 0)
-		return errno == EACCES ? WLK_ESECURITY : wlk__errno(errno);
+		return open_error(shm_name, errno);
 	rc = check_file(fd, ALLOWED_MODE, &mode);
 	if (!rc)
 		rc = wlk__ofd_lock(fd, F_WRLCK, WLK_LOCK_INIT, true);

@@ -254,6 +254,7 @@ int cmd_check(const struct target *t, bool repairing)
 	rc = open_target(t, &in);
 	if (rc) {
 		report(t->arg, rc);
+		target_hint(stderr, t, rc);
 		return exit_status(rc);
 	}
 	/* For its path, and for --repair its bucket and dead agents. */

@@ -6,10 +6,12 @@
  *
  * Options (see shm-inspect(1)):
  *   list [--json]
- *   dump ORIGIN|SEGMENT [--json] [--locked] [--bucket B] [--partition P]
- *   check ORIGIN|SEGMENT [--locked] [--repair] [--bucket B] [--partition P]
- *   watch ORIGIN|SEGMENT [-i SECONDS] [-n COUNT] [--locked] [--bucket B]
+ *   dump TARGET [--json] [--locked] [--bucket B] [--partition P]
+ *   check TARGET [--locked] [--repair] [--bucket B] [--partition P]
+ *   watch TARGET [-i SECONDS] [-n COUNT] [--locked] [--bucket B]
  *         [--partition P]
+ * where TARGET is ORIGIN|SEGMENT (told apart by their form), or
+ * --origin ORIGIN, or --segment SEGMENT.
  *
  * A client of the library like any other (LMDB's mdb_stat is the model):
  * it uses weblocks/inspect.h only, maps read-only and takes no lock unless
@@ -28,7 +30,7 @@
 const char *progname = "shm-inspect";
 
 static const char usage_line[] =
-	"usage: shm-inspect list|dump|check|watch [OPTIONS] [ORIGIN|SEGMENT]"
+	"usage: shm-inspect list|dump|check|watch [OPTIONS] [TARGET]"
 	" (--help for more)\n";
 
 static const char help_text[] =
@@ -46,10 +48,12 @@ static const char help_text[] =
 	"        [--partition P]\n"
 	"                       redraw the dump every SECONDS (default 2)\n"
 	"\n"
-	"TARGET is a SEGMENT if it has no ':' and starts with '/' or with\n"
-	"'wlk', digits and '-' (wlk1-1000-<hash>, /wlk1-..., or\n"
-	"/dev/shm/wlk1-...); else an ORIGIN (its bucket \"default\" and\n"
-	"partition \"\" unless given).\n"
+	"TARGET is --origin ORIGIN (its bucket \"default\" and partition\n"
+	"\"\" unless given), --segment SEGMENT (a file in /dev/shm:\n"
+	"wlk5-1000-<hash>, /wlk5-..., or /dev/shm/wlk5-...), or one of\n"
+	"them alone: a SEGMENT if it has no ':' and starts with '/' or with\n"
+	"'wlk', digits and '-'; else an ORIGIN. An origin that looks like a\n"
+	"segment (\"/srv/app\") needs --origin.\n"
 	"Nothing is written to a segment unless --locked or --repair is "
 	"given.\n"
 	"\n"
@@ -64,9 +68,9 @@ static const struct {
 	const char *opts; /* the short codes of its options */
 } cmds[] = {
 	[CMD_LIST] = {"list", "j"},
-	[CMD_DUMP] = {"dump", "jLbp"},
-	[CMD_CHECK] = {"check", "LRbp"},
-	[CMD_WATCH] = {"watch", "Lbpin"},
+	[CMD_DUMP] = {"dump", "jLbpos"},
+	[CMD_CHECK] = {"check", "LRbpos"},
+	[CMD_WATCH] = {"watch", "Lbpinos"},
 };
 
 /* ---- dump and watch ---- */
@@ -90,6 +94,7 @@ static int dump_once(const struct target *t, bool json, FILE *err)
 			fprintf(err, "%s: ", progname);
 		esc_c(err, t->arg, strlen(t->arg));
 		fprintf(err, ": %s (%s)\n", error_text(rc), error_name(rc));
+		target_hint(err, t, rc);
 		return rc;
 	}
 	if (json) {
@@ -200,6 +205,8 @@ static const struct option long_opts[] = {
 	{"repair", no_argument, NULL, 'R'},
 	{"bucket", required_argument, NULL, 'b'},
 	{"partition", required_argument, NULL, 'p'},
+	{"origin", required_argument, NULL, 'o'},
+	{"segment", required_argument, NULL, 's'},
 	{"interval", required_argument, NULL, 'i'},
 	{"count", required_argument, NULL, 'n'},
 	{"help", no_argument, NULL, 'h'},
@@ -248,28 +255,58 @@ static const char *opt_name(int c)
 	return buf;
 }
 
+/* "wlk<digits>-" first: how every segment's file name starts. */
+static bool segment_named(const char *name)
+{
+	size_t digits;
+
+	if (strncmp(name, "wlk", 3) != 0)
+		return false;
+	digits = strspn(name + 3, "0123456789");
+	return digits > 0 && name[3 + digits] == '-';
+}
+
 /*
  * The documented rule: no ':' (every serialized origin has one, segment
  * names never do), and '/' or "wlk<digits>-" first.
  */
 static bool looks_like_segment(const char *arg)
 {
-	size_t digits;
-
 	if (strchr(arg, ':'))
 		return false;
-	if (arg[0] == '/')
-		return true;
-	if (strncmp(arg, "wlk", 3) != 0)
-		return false;
-	digits = strspn(arg + 3, "0123456789");
-	return digits > 0 && arg[3 + digits] == '-';
+	return arg[0] == '/' || segment_named(arg);
+}
+
+/*
+ * A SEGMENT that did not open because it is no segment name, or that was
+ * taken for one by its leading '/' alone: it may have been meant as an
+ * origin (the library accepts "/srv/app"). Say what a SEGMENT is, and how
+ * to give an origin.
+ */
+void target_hint(FILE *f, const struct target *t, int rc)
+{
+	const char *base = t->arg;
+
+	if (!t->segment)
+		return;
+	if (rc == WLK_EINVAL)
+		fprintf(f, "%s: a SEGMENT is a file in /dev/shm: NAME, /NAME "
+			   "or /dev/shm/NAME\n", progname);
+	if (!strncmp(base, "/dev/shm/", 9))
+		base += 9;
+	else if (base[0] == '/')
+		base++;
+	if (t->guessed && !segment_named(base) &&
+	    (rc == WLK_EINVAL || rc == -ENOENT))
+		fprintf(f, "%s: taken for a SEGMENT by its leading '/'; for an "
+			   "ORIGIN, use --origin\n", progname);
 }
 
 struct args {
 	enum cmd cmd;
 	struct target t;
 	bool json, repair;
+	unsigned int targets; /* given by --origin and --segment */
 	double interval;
 	unsigned long count;
 };
@@ -304,6 +341,13 @@ static int take_option(struct args *a, int c, const char *arg)
 		return EXIT_OK;
 	case 'p':
 		a->t.mo.partition = arg;
+		return EXIT_OK;
+	case 'o':
+	case 's':
+		if (a->targets++)
+			return usage("give one --origin or --segment", NULL);
+		a->t.arg = arg;
+		a->t.segment = c == 's';
 		return EXIT_OK;
 	case 'i':
 		/* The comparisons also turn away NaN and infinities. */
@@ -353,10 +397,15 @@ static int parse(int argc, char **argv, struct args *a)
 	argv += optind + 1;
 	if (a->cmd == CMD_LIST)
 		return argc ? usage("list takes no argument", NULL) : EXIT_OK;
-	if (argc != 1)
+	if (a->targets && argc)
+		return usage("a TARGET after --origin or --segment: ", argv[0]);
+	if (!a->targets && argc != 1)
 		return usage("expected one ORIGIN or SEGMENT", NULL);
-	a->t.arg = argv[0];
-	a->t.segment = looks_like_segment(argv[0]);
+	if (!a->targets) {
+		a->t.arg = argv[0];
+		a->t.segment = looks_like_segment(argv[0]);
+		a->t.guessed = true;
+	}
 	if (a->t.segment && (a->t.mo.bucket || a->t.mo.partition))
 		return usage("--bucket and --partition go with an ORIGIN",
 			     NULL);

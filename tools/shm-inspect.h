@@ -30,12 +30,15 @@ enum {
 struct target {
 	const char *arg;
 	bool segment;
+	bool guessed; /* segment told by the argument's form, not an option */
 	struct wlk_manager_options mo;
 	unsigned int flags; /* WLK_INSPECT_LOCKED */
 };
 
 /* shm-inspect.c */
 extern const char *progname;
+/* After an error opening @t, a line saying how to give another kind. */
+void target_hint(FILE *f, const struct target *t, int rc);
 
 /* guard.c */
 /* Install the SIGBUS handler the guarded calls below rely on. */

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <unistd.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include "../common.h"
@@ -18,6 +20,10 @@
 /* Attempts at making the armed child the segment's creator. */
 #define CREATOR_TRIES 10
 #define MAX_SHM 4096
+/* A child that may not make its own /dev/shm. */
+#define SKIP_CODE 77
+/* Smaller than a segment of the default geometry. */
+#define SMALL_SHM "size=256k"
 
 static const struct wlk_manager_options cold = { .bucket = BUCKET };
 
@@ -276,4 +282,42 @@ Test(coldstart, creator_killed_mid_initialisation, T_FIX, .timeout = 120)
 	cr_assert_eq(ar->counter, others * ROUNDS, "lost updates");
 	check_one_segment(before, nbefore);
 	t_shared_free(ar, sizeof(*ar));
+}
+
+/*
+ * In a mount namespace of its own, with a /dev/shm too small for the
+ * segment: the open fails with -ENOSPC and leaves no file behind.
+ */
+static int child_full_shm(void *arg)
+{
+	struct wlk_manager *m = NULL;
+	struct dirent *e;
+	int rc, left = 0;
+	DIR *d;
+
+	(void)arg;
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", "/dev/shm", "tmpfs", 0, SMALL_SHM) < 0)
+		return SKIP_CODE;
+	rc = wlk_manager_open(t_origin, NULL, &m);
+	T_CHILD_CHECK(rc == -ENOSPC, 2);
+	d = opendir("/dev/shm");
+	T_CHILD_CHECK(d, 3);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			left++;
+	closedir(d);
+	return left ? 4 : 0;
+}
+
+Test(coldstart, enospc_leaves_no_file_behind, T_FIX, .timeout = 20)
+{
+	int rc = t_wait(t_fork(child_full_shm, NULL), T_WAIT_MS);
+
+	if (rc == SKIP_CODE)
+		cr_skip_test("cannot mount a tmpfs on /dev/shm here");
+	cr_assert_neq(rc, 2, "the open did not fail with -ENOSPC");
+	cr_assert_neq(rc, 4, "a file was left in /dev/shm");
+	cr_assert_eq(rc, 0, "child: %d", rc);
 }

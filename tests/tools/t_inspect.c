@@ -1252,6 +1252,56 @@ Test(inspect, bucket_and_partition_options_and_segment_names, T_FIX,
 	T_ASSERT_RC(wlk_release(l), 0);
 }
 
+/*
+ * Any origin the library accepts can be addressed: one that looks like a
+ * segment path ("/srv/...") with --origin; a segment with --segment.
+ */
+Test(inspect, origin_and_segment_options_address_any_origin, T_FIX,
+     .timeout = 60)
+{
+	char origin[256];
+	struct wlk_manager *m;
+	const struct tj *seg;
+	struct wlk_lock *l = NULL;
+	struct tj *doc;
+	struct run run;
+	char name[128];
+
+	/* t_origin without its scheme: unique, and no ':' in it. */
+	snprintf(origin, sizeof(origin), "/srv/%s",
+		 t_origin + strlen("https://"));
+	t_track_bucket(origin, NULL, NULL);
+	m = t_open_at(origin, NULL);
+	T_ASSERT_RC(wlk_acquire(m, "k", 1, NULL, &l), 0);
+
+	RUN(&run, "dump", "--json", "--origin", origin);
+	expect_exit(&run, 0, "dump --origin /srv/...");
+	doc = parse_json(&run, "dump --json --origin");
+	seg = tj_get(doc, "segment");
+	cr_assert(tj_str_is(tj_get(seg, "origin"), origin, SIZE_MAX));
+	cr_assert_not_null(find_name(doc, "k", 1));
+	snprintf(name, sizeof(name), "%s", tj_get(seg, "name")->s);
+	tj_free(doc);
+	run_free(&run);
+	RUN_EXIT(0, "check --origin", "check", "--origin", origin);
+	RUN_EXIT(0, "watch --origin", "watch", "-n", "1", "--origin", origin);
+	RUN_EXIT(0, "check --segment NAME", "check", "--segment", name);
+
+	/* Alone, it is taken for a segment, and the error says what to do. */
+	RUN(&run, "dump", origin);
+	expect_exit(&run, 2, "dump /srv/... alone");
+	cr_assert_not_null(strstr(run.err, "use --origin"), "%s", run.err);
+	run_free(&run);
+	/* One target only, and --bucket goes with an origin. */
+	RUN_EXIT(1, "--origin and --segment", "dump", "--origin", origin,
+		 "--segment", name);
+	RUN_EXIT(1, "--origin and a TARGET", "dump", "--origin", origin,
+		 t_origin);
+	RUN_EXIT(1, "--segment with --bucket", "dump", "--segment", name,
+		 "--bucket", "b");
+	T_ASSERT_RC(wlk_release(l), 0);
+}
+
 /* ---- watch ---- */
 
 static unsigned int count_of(const char *s, const char *needle)

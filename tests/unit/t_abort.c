@@ -362,6 +362,28 @@ Test(abort, timeout_does_not_fire_when_granted_in_time, T_FIX, .timeout = 10)
 	T_ASSERT_RC(h.rel_rc, 0);
 }
 
+/* UINT64_MAX is "forever": the deadline must not wrap to the past. */
+Test(abort, timeout_of_uint64_max_waits_until_granted, T_FIX, .timeout = 10)
+{
+	struct wlk_manager *a = t_open(), *b = t_open();
+	struct wlk_options o = { .timeout_ns = UINT64_MAX };
+	struct wlk_lock *la = NULL;
+	struct t_holder h;
+
+	T_ASSERT_RC(wlk_acquire(a, "r", 1, NULL, &la), 0);
+	t_holder_start(&h, b, "r", 1, &o);
+	t_nap_ms(100);
+	cr_assert_not(t_holder_granted_now(&h), "returned %s at once",
+		      t_ename(h.acq_rc));
+	cr_assert_eq(t_pending_n(a, "r", 1), 1);
+	T_ASSERT_RC(wlk_release(la), 0);
+	cr_assert_eq(t_holder_wait_granted(&h), 0);
+	T_ASSERT_RC(h.acq_rc, 0);
+	cr_assert_eq(t_holder_release(&h), 0);
+	t_holder_join(&h);
+	T_ASSERT_RC(h.rel_rc, 0);
+}
+
 static int cb_outlive(struct wlk_lock *lock, void *arg)
 {
 	/* Stay past the request's timeout; it must not matter any more. */

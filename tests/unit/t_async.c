@@ -864,6 +864,25 @@ Test(async, timeout_gives_etimedout_and_leaves_the_queue, T_FIX,
 	t_holder_join(&h);
 }
 
+/* UINT64_MAX is "forever": the deadline must not wrap to the past. */
+Test(async, timeout_of_uint64_max_waits_until_granted, T_FIX, .timeout = 20)
+{
+	struct wlk_manager *m = t_open(), *o = t_open();
+	struct wlk_options ot = { .timeout_ns = UINT64_MAX };
+	struct wlk_lock *l = NULL;
+	struct rec r = { .release = true };
+
+	T_ASSERT_RC(wlk_acquire(o, "r", 1, NULL, &l), 0);
+	T_ASSERT_RC(req_async(m, "r", &ot, &r), 0);
+	cr_assert_not(t_pump(m, &g_calls, 1, 100), "completed with %s at once",
+		      t_ename(r.status));
+	cr_assert_eq(t_pending_n(o, "r", 1), 1);
+	T_ASSERT_RC(wlk_release(l), 0);
+	cr_assert(pump(m, 1));
+	T_ASSERT_RC(r.status, 0);
+	T_ASSERT_RC(r.rel_rc, 0);
+}
+
 Test(async, grant_before_the_deadline_wins, T_FIX, .timeout = 20)
 {
 	struct wlk_manager *m = t_open(), *o = t_open();

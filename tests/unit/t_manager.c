@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -289,6 +290,25 @@ Test(manager, permissions_outside_rw_bits_are_einval, T_FIX, .timeout = 10)
 
 		T_ASSERT_RC(wlk_manager_open(t_origin, &o, &m), WLK_EINVAL);
 		cr_assert_null(m, "permissions %o", bad[i]);
+	}
+}
+
+/* The owner's processes open the segment read-write: 0600 is required. */
+Test(manager, permissions_without_owner_read_write_are_einval, T_FIX,
+     .timeout = 10)
+{
+	static const unsigned int bad[] = { 0060, 0006, 0066, 0400, 0200,
+					    0466, 0266 };
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct wlk_manager_options o = { .permissions = bad[i] };
+		struct wlk_manager *m = NULL;
+
+		T_ASSERT_RC(wlk_manager_open(t_origin, &o, &m), WLK_EINVAL);
+		cr_assert_null(m, "permissions %o", bad[i]);
+		/* Nothing was created either. */
+		T_ASSERT_RC(wlk_bucket_remove(t_origin, NULL), -ENOENT);
 	}
 }
 
@@ -1094,4 +1114,202 @@ Test(manager, removed_bucket_is_created_afresh, T_FIX, .timeout = 10)
 	T_ASSERT_RC(wlk_acquire(m, "123456789", 9, NULL, &l), 0);
 	T_ASSERT_RC(wlk_release(l), 0);
 	t_close(m);
+}
+
+/* Whether some task waits in /proc/locks for a lock on inode @ino. */
+static bool lock_waiter_on(ino_t ino)
+{
+	char line[256], want[32];
+	FILE *f = fopen("/proc/locks", "r");
+	bool found = false;
+
+	cr_assert_not_null(f);
+	snprintf(want, sizeof(want), ":%lu ", (unsigned long)ino);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "->") && strstr(line, want);
+	fclose(f);
+	return found;
+}
+
+struct opener {
+	const char *origin;
+	struct wlk_manager *m;
+	int rc;
+	atomic_bool done;
+};
+
+static void *opener_main(void *arg)
+{
+	struct opener *op = arg;
+
+	op->rc = wlk_manager_open(op->origin, NULL, &op->m);
+	atomic_store(&op->done, true);
+	pthread_testcancel();
+	return NULL;
+}
+
+/*
+ * An open waits for a concurrent opener (here: another file description
+ * holding the segment's init lock, as an opener stopped mid-attach does).
+ * Cancelling the waiting thread must not leave the process's registry
+ * locked: later opens of any bucket would hang for good.
+ */
+Test(manager, cancelling_an_open_does_not_hang_later_opens, T_FIX,
+     .timeout = 20)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			    .l_start = WLK_LOCK_INIT, .l_len = 1 };
+	struct opener first = { .origin = t_origin }, later = { 0 };
+	char path[512], other[256];
+	struct timespec until;
+	struct stat st;
+	pthread_t t;
+	void *ret;
+	int fd;
+
+	t_close(open_find(t_origin, NULL, path, sizeof(path)));
+	fd = open(path, O_RDWR);
+	cr_assert_geq(fd, 0, "open %s: %s", path, strerror(errno));
+	cr_assert_eq(fcntl(fd, F_OFD_SETLK, &fl), 0, "%s", strerror(errno));
+	cr_assert_eq(fstat(fd, &st), 0);
+	cr_assert_eq(pthread_create(&t, NULL, opener_main, &first), 0);
+	for (int i = 0; i < T_WAIT_MS && !lock_waiter_on(st.st_ino); i++)
+		t_nap_ms(1);
+	cr_assert(lock_waiter_on(st.st_ino), "the open did not wait");
+	cr_assert_eq(pthread_cancel(t), 0);
+	close(fd); /* the "concurrent opener" goes away */
+	cr_assert_eq(pthread_join(t, &ret), 0);
+	cr_assert_eq(ret, PTHREAD_CANCELED);
+	if (atomic_load(&first.done) && first.rc == 0)
+		wlk_manager_close(first.m);
+
+	t_make_origin(other, sizeof(other), "later");
+	t_track_bucket(other, NULL, NULL);
+	later.origin = other;
+	cr_assert_eq(pthread_create(&t, NULL, opener_main, &later), 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += T_WAIT_MS / 1000;
+	cr_assert_eq(pthread_timedjoin_np(t, NULL, &until), 0,
+		     "a later open of another bucket hangs");
+	T_ASSERT_RC(later.rc, 0);
+	wlk_manager_close(later.m);
+}
+
+/*
+ * A directory or a symbolic link planted at the segment's name is refused
+ * as a file of another owner is (not taken for a bad argument), and the
+ * message says so.
+ */
+Test(manager, non_regular_file_at_the_segment_name_is_esecurity, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *m = NULL;
+	char path[512];
+	int rc_open, rc_remove;
+
+	t_close(open_find(t_origin, NULL, path, sizeof(path)));
+	T_ASSERT_RC(wlk_bucket_remove(t_origin, NULL), 0);
+	cr_assert_eq(mkdir(path, 0700), 0, "mkdir: %s", strerror(errno));
+	rc_open = wlk_manager_open(t_origin, NULL, &m);
+	rc_remove = wlk_bucket_remove(t_origin, NULL);
+	rmdir(path);
+	T_ASSERT_RC(rc_open, WLK_ESECURITY);
+	cr_assert_null(m);
+	T_ASSERT_RC(rc_remove, WLK_ESECURITY);
+	cr_assert_not_null(strstr(wlk_strerror(WLK_ESECURITY),
+				  "not a regular file"));
+
+	cr_assert_eq(symlink("/nonexistent", path), 0, "symlink: %s",
+		     strerror(errno));
+	rc_open = wlk_manager_open(t_origin, NULL, &m);
+	unlink(path);
+	T_ASSERT_RC(rc_open, WLK_ESECURITY);
+	cr_assert_null(m);
+}
+
+/* Control characters (C0 and DEL) are refused in every identifier. */
+Test(manager, control_characters_in_identifiers_are_einval, T_FIX,
+     .timeout = 10)
+{
+	static const char *const bad[] = { "a\nb", "\x01", "tab\there",
+					   "del\x7f", "\x1f" };
+	char origin[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct wlk_manager_options o[] = {
+			{ .bucket = bad[i] },
+			{ .partition = bad[i] },
+			{ .client_id = bad[i] },
+		};
+		struct wlk_manager *m = NULL;
+
+		snprintf(origin, sizeof(origin), "%s%s", t_origin, bad[i]);
+		/* Removed in t_fini() should one be created after all. */
+		t_track_bucket(origin, NULL, NULL);
+		t_track_bucket(t_origin, bad[i], NULL);
+		t_track_bucket(t_origin, NULL, bad[i]);
+		T_ASSERT_RC(wlk_manager_open(origin, NULL, &m), WLK_EINVAL);
+		T_ASSERT_RC(wlk_bucket_remove(origin, NULL), WLK_EINVAL);
+		for (size_t k = 0; k < sizeof(o) / sizeof(o[0]); k++)
+			T_ASSERT_RC(wlk_manager_open(t_origin, &o[k], &m),
+				    WLK_EINVAL);
+		cr_assert_null(m, "identifier %zu accepted", i);
+	}
+}
+
+/* Every other byte is allowed: spaces, '/', UTF-8, any byte >= 0x80. */
+Test(manager, other_bytes_in_identifiers_are_allowed, T_FIX, .timeout = 10)
+{
+	struct wlk_manager_options o = { .bucket = "b /\xc3\xa9\xff",
+					 .partition = "p~%n",
+					 .client_id = "two words \xff" };
+	struct wlk_manager *m;
+
+	t_track_bucket(t_origin, o.bucket, o.partition);
+	m = t_open_opts(&o);
+	cr_assert_str_eq(wlk_manager_client_id(m), o.client_id);
+	t_close(m);
+}
+
+/* How the child below ends when the second release goes unnoticed, or
+ * when it could not get that far (sanitizers exit 1 or abort). */
+#define UNDETECTED 5
+#define SETUP_FAILED 20
+
+/*
+ * A handle freed by wlk_release() and reused by a later acquire: the
+ * second release would release that later lock.
+ */
+static int child_double_release(void *arg)
+{
+	struct wlk_manager *a = NULL, *b = NULL;
+	struct wlk_lock *first = NULL, *later = NULL;
+	int devnull = open("/dev/null", O_WRONLY);
+
+	(void)arg;
+	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &a) == 0 &&
+		      wlk_manager_open(t_origin, NULL, &b) == 0 &&
+		      wlk_acquire(a, "a", 1, NULL, &first) == 0 &&
+		      wlk_release(first) == 0 &&
+		      wlk_acquire(b, "b", 1, NULL, &later) == 0 &&
+		      devnull >= 0, SETUP_FAILED);
+	/* The sanitizer's report is expected; keep it off the test log. */
+	T_CHILD_CHECK(dup2(devnull, STDERR_FILENO) >= 0, SETUP_FAILED);
+	(void)wlk_release(first);
+	return UNDETECTED;
+}
+
+/* AddressSanitizer builds report a second release of a handle. */
+Test(manager, double_release_is_reported_under_asan, T_FIX, .timeout = 20)
+{
+	int rc;
+
+#ifndef __SANITIZE_ADDRESS__
+	cr_skip_test("only detected in AddressSanitizer builds");
+#endif
+	rc = t_wait(t_fork(child_double_release, NULL), T_WAIT_MS);
+	cr_assert_neq(rc, SETUP_FAILED, "child could not acquire");
+	cr_assert_neq(rc, UNDETECTED, "a second release went unnoticed");
+	cr_assert_neq(rc, -1, "child hung");
 }
