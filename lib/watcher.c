@@ -105,13 +105,34 @@ static int spawn(void *(*fn)(void *), void *arg)
 	return rc;
 }
 
+/*
+ * Both threads take wmu: fork() with it held, so that a child never
+ * inherits it locked by a thread that does not exist there.
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&wmu);
+}
+
+static void fork_done(void)
+{
+	pthread_mutex_unlock(&wmu);
+}
+
 /* Under wmu: the watcher of this process (fork generation), started. */
 static int start(void)
 {
+	static bool forks_hooked; /* under wmu; inherited with the hooks */
 	int rc;
 
 	if (wfork == wlk__fork_gen() && wep >= 0)
 		return 0;
+	if (!forks_hooked) {
+		rc = pthread_atfork(fork_prepare, fork_done, fork_done);
+		if (rc)
+			return wlk__errno(rc);
+		forks_hooked = true;
+	}
 	/* A fork child inherits the registrations, not the thread. */
 	if (wep >= 0)
 		close(wep);
