@@ -163,6 +163,7 @@ static bool watch_lifelines(struct wlk__bucket *b, struct wlk__actx *a)
 	for (unsigned int i = 0; i < a->n_pid; i++)
 		v[i] = (struct wlk__waitv){
 			wlk__lifeline_word(b, a->pid[i].agent), a->pid[i].life};
+	a->life_on = a->n_pid != 0;
 	return wlk__watcher_lifelines(a, v, a->n_pid) && all;
 }
 
@@ -177,6 +178,9 @@ void wlk__pidwatch_update(struct wlk_manager *m, struct wlk__actx *a)
 	 * are often the next blockers), and skip the segment mutex. */
 	if (cds_list_empty(&a->pending)) {
 		a->recheck = 0;
+		/* The lifeline thread need not wake for us, though. */
+		if (a->life_on)
+			a->life_on = !wlk__watcher_lifelines(a, NULL, 0);
 		return;
 	}
 	all = blockers_of(m, a, agents, &n);
