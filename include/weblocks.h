@@ -64,11 +64,32 @@
  *    locks and grant the queue. Measured failover (holder SIGKILLed ->
  *    blocked waiter in another process granted): see README and
  *    bench/failover. A request waiting behind more than 32 other processes
- *    also re-checks every 100 ms. Locks of a dead process that nobody waits
+ *    also re-checks every 100 ms. Asynchronous requests (weblocks/async.h)
+ *    are woken the same way, by exit and exec alike: a library thread
+ *    sleeps on the lifelines of their blockers, and the manager's descriptor
+ *    becomes readable within milliseconds of the death; only beyond 32
+ *    blocking processes per manager or in the process does it fall back
+ *    to a 100 ms re-check. Locks of a dead process that nobody waits
  *    for are released by the next request that would wait for them, by
  *    wlk_query(), or by the next process opening the bucket.
  *  - Alive: a process stopped (SIGSTOP) or slow keeps its locks; the spec's
  *    remedy is steal. A thread that exits is not a process that died.
+ *  - Stopped inside the critical section: calls hold the segment mutex
+ *    only briefly, but a process stopped (SIGSTOP, a debugger) while it
+ *    holds it keeps it until it continues. Meanwhile a request with a
+ *    timeout or an abort signal that is not queued yet gives up on time
+ *    (WLK_ETIMEDOUT or the reason, nothing queued; the signal is looked at
+ *    every 5 ms), and what the fast path can do without the mutex goes on
+ *    (an uncontended name, while the manager has a spare slot). Everything
+ *    else that needs the mutex waits for it, in every name of the bucket:
+ *    requests with neither timeout nor signal (steal included), a queued
+ *    request whose timeout passes or whose signal fires (it must leave its
+ *    queue first), wlk_release() of a lock not held through the fast
+ *    path, wlk_query(), wlk_manager_open(), wlk_manager_close(),
+ *    wlk_manager_validate(), and in weblocks/async.h a manager's first
+ *    wlk_manager_fd() (or request) and wlk_manager_dispatch() with
+ *    requests outstanding. SIGCONT ends it (so does SIGKILL: the mutex is
+ *    robust).
  *  - fork(): the child inherits no locks and no managers; inherited handles
  *    return WLK_ESTATE and never block. The parent's death is detected even
  *    while its children live. A manager opened in the child works.
@@ -428,7 +449,10 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  *
  * Context: thread-safe; may sleep; not async-signal-safe. Thread
  * cancellation is disabled while waiting so that a cancelled thread never
- * leaves a request queued. A request that has to wait spins first, for up
+ * leaves a request queued. The timeout and the signal also bound the wait
+ * for the segment mutex before the request is queued, which a process
+ * stopped inside the critical section holds up (TERMINATION MODEL above).
+ * A request that has to wait spins first, for up
  * to 20 us, when more than one CPU is online: a request without timeout or
  * signal that finds the name held by one uncontended holder spins on the
  * name's entry, and that holder's release hands it the lock directly.

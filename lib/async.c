@@ -177,15 +177,21 @@ static int enqueue(struct wlk_manager *m, struct wlk_async *r,
 		.hash = wlk__name_hash(m->b, r->l->name, r->l->name_len),
 		.own = WLK_NIL,
 	};
-	int rc = wlk__lock(m->b, &wake);
+	int rc = wlk__lock_until(m->b, &wake, r->deadline, r->sig);
 
-	if (rc)
-		return rc;
-	rc = wlk__request_lock(m->b, &e, &wake, &r->l->slot, &r->l->gen);
-	wlk__unlock(m->b, &wake);
-	if (rc == 1) { /* if_available miss */
+	if (!rc) {
+		rc = wlk__request_lock(m->b, &e, &wake, &r->l->slot,
+				       &r->l->gen);
+		wlk__unlock(m->b, &wake);
+	} else if (rc == WLK_ETIMEDOUT ||
+		   (r->sig && rc == uatomic_read(&r->sig->reason))) {
+		/* Timed out or aborted while the mutex's owner was stopped
+		 * inside it: never queued; the callback says so. */
+		r->status = rc;
+		rc = 1;
+	}
+	if (rc == 1) { /* settled at once: if_available miss, or given up */
 		r->settled = true;
-		r->status = 0;
 		free(r->l);
 		r->l = NULL;
 		rc = 0;

@@ -14,6 +14,7 @@
 struct pidwatch {
 	uint32_t agent, gen;
 	int fd;
+	uint32_t life; /* its lifeline word, armed (async_pid.c) */
 };
 
 /* The async state of a manager; under m->amu. */
@@ -29,6 +30,10 @@ struct wlk__actx {
 	struct cds_list_head watching; /* struct wlk_lock with on_stolen */
 	struct pidwatch pid[PIDFD_MAX];
 	unsigned int n_pid;
+	/* Their lifelines, for the lifeline thread; under its mutex. */
+	struct wlk__waitv life[PIDFD_MAX];
+	unsigned int n_life;
+	bool life_on; /* some were handed to it (under amu) */
 	uint64_t recheck; /* a blocker is not watched: look again then */
 	bool timer_armed;  /* the timerfd may fire: read it when draining */
 };
@@ -56,6 +61,8 @@ void wlk__timer_arm(struct wlk__actx *a) WLK_INTERNAL;
 int wlk__watcher_add(struct wlk__actx *a) WLK_INTERNAL;
 void wlk__watcher_rearm(struct wlk__actx *a) WLK_INTERNAL;
 void wlk__watcher_del(struct wlk__actx *a) WLK_INTERNAL;
+bool wlk__watcher_lifelines(struct wlk__actx *a, const struct wlk__waitv *v,
+			    unsigned int n) WLK_INTERNAL;
 
 /* async_pid.c */
 void wlk__pidwatch_fired(struct wlk__actx *a, int fd) WLK_INTERNAL;

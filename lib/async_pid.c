@@ -10,6 +10,11 @@
  * which could be reused by the time it runs: the agent's slot generation
  * and lifeline owner are checked again afterwards, and a mismatch simply
  * drops the pidfd (the next dispatch looks again).
+ *
+ * A pidfd fires at exit, not at exec(), which ends the process's locks
+ * too: so each watched blocker's lifeline is also armed, as a sleeping
+ * waiter arms it (reap.c), and handed to the lifeline thread (watcher.c),
+ * which the kernel wakes at either.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -18,6 +23,9 @@
 #include <unistd.h>
 
 #include "async_internal.h"
+
+/* Attempts to arm a lifeline while its word keeps changing. */
+#define ARM_TRIES 3
 
 static void drop(struct wlk__actx *a, unsigned int i)
 {
@@ -83,6 +91,30 @@ static bool blockers_of(struct wlk_manager *m, struct wlk__actx *a,
 }
 
 /*
+ * Set FUTEX_WAITERS in agent @ai's lifeline word, so that the kernel wakes
+ * a watcher when its owner dies or execs (reap.c, wlk__watch_set(), does
+ * the same under the mutex). Return: false if no live owner holds it;
+ * else true with the armed value in *@val.
+ */
+static bool arm(struct wlk__bucket *b, uint32_t ai, uint32_t *val)
+{
+	uint32_t *w = wlk__lifeline_word(b, ai);
+
+	for (int tries = 0; tries < ARM_TRIES; tries++) {
+		uint32_t old = uatomic_read(w);
+
+		if (!(old & FUTEX_TID_MASK) || (old & FUTEX_OWNER_DIED))
+			return false;
+		if ((old & FUTEX_WAITERS) ||
+		    uatomic_cmpxchg(w, old, old | FUTEX_WAITERS) == old) {
+			*val = old | FUTEX_WAITERS;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * Watch agent @ai through a pidfd, if it is still who it was. Return:
  * false if it could not be watched (no pidfd_open: Linux < 5.3, or a
  * sandbox; or it changed hands meanwhile).
@@ -98,15 +130,41 @@ static bool watch(struct wlk__bucket *b, struct wlk__actx *a, uint32_t ai)
 	fd = (int)syscall(SYS_pidfd_open, (pid_t)ag->pid, 0);
 	if (fd < 0)
 		return false;
-	life = uatomic_read(wlk__lifeline_word(b, ai));
-	if (wlk__word_load(&ag->word) != word ||
-	    !(life & FUTEX_TID_MASK) || (life & FUTEX_OWNER_DIED) ||
+	if (wlk__word_load(&ag->word) != word || !arm(b, ai, &life) ||
 	    wlk__epoll_add(a->epfd, fd, EPOLLIN)) {
 		close(fd);
 		return false;
 	}
-	a->pid[a->n_pid++] = (struct pidwatch){ai, WLK_WORD_GEN(word), fd};
+	a->pid[a->n_pid++] =
+		(struct pidwatch){ai, WLK_WORD_GEN(word), fd, life};
 	return true;
+}
+
+/*
+ * Hand the watched blockers' lifelines to the lifeline thread, armed. One
+ * whose owner died or let go since it was armed is dropped (it no longer
+ * blocks, or the next dispatch that finds it blocking reaps it). Return:
+ * false if not all of them are watched that way.
+ */
+static bool watch_lifelines(struct wlk__bucket *b, struct wlk__actx *a)
+{
+	struct wlk__waitv v[PIDFD_MAX];
+	bool all = true;
+
+	for (unsigned int i = a->n_pid; i-- > 0;) {
+		struct pidwatch *p = &a->pid[i];
+
+		if (uatomic_read(wlk__lifeline_word(b, p->agent)) != p->life &&
+		    !arm(b, p->agent, &p->life)) {
+			drop(a, i);
+			all = false;
+		}
+	}
+	for (unsigned int i = 0; i < a->n_pid; i++)
+		v[i] = (struct wlk__waitv){
+			wlk__lifeline_word(b, a->pid[i].agent), a->pid[i].life};
+	a->life_on = a->n_pid != 0;
+	return wlk__watcher_lifelines(a, v, a->n_pid) && all;
 }
 
 /* Make the pidfds match the live blockers of the pending requests. */
@@ -120,6 +178,9 @@ void wlk__pidwatch_update(struct wlk_manager *m, struct wlk__actx *a)
 	 * are often the next blockers), and skip the segment mutex. */
 	if (cds_list_empty(&a->pending)) {
 		a->recheck = 0;
+		/* The lifeline thread need not wake for us, though. */
+		if (a->life_on)
+			a->life_on = !wlk__watcher_lifelines(a, NULL, 0);
 		return;
 	}
 	all = blockers_of(m, a, agents, &n);
@@ -141,6 +202,8 @@ void wlk__pidwatch_update(struct wlk_manager *m, struct wlk__actx *a)
 		if (!have && !watch(m->b, a, agents[i]))
 			all = false;
 	}
+	if (!watch_lifelines(m->b, a))
+		all = false;
 	/* What is not watched is looked at again on a timer. */
 	a->recheck = all ? 0 : wlk__now_ns() + WLK_RECHECK_NS;
 }

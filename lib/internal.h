@@ -324,7 +324,14 @@ uint64_t wlk__stamp_ns(void) WLK_INTERNAL;
 uint64_t wlk__realtime_ns(void) WLK_INTERNAL;
 
 /* mutex.c: the only place that locks the segment mutex. */
-int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
+int wlk__lock_until(struct wlk__bucket *b, struct wlk__wake *wake,
+		    uint64_t deadline, const struct wlk_signal *sig)
+	WLK_INTERNAL;
+/* Without a deadline or signal: waits for the mutex as long as it takes. */
+static inline int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake)
+{
+	return wlk__lock_until(b, wake, 0, NULL);
+}
 void wlk__unlock(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
 void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 	WLK_INTERNAL;

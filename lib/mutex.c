@@ -15,6 +15,7 @@
  * the mutex itself does not need.
  */
 #include <errno.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -56,13 +57,53 @@ static int repair(struct wlk__bucket *b, struct wlk__wake *wake)
 }
 
 /*
+ * Waiting for the mutex with a deadline or an abort signal: glibc cannot
+ * wake a mutex waiter for a signal, so the wait is cut into slices of this
+ * long, each a pthread_mutex_clocklock(), with the signal looked at in
+ * between. Only a wait that outlasts a critical section by far (its owner
+ * stopped or descheduled inside it) ever sees a slice end.
+ */
+#define WLK_LOCK_SLICE_NS (5ull * 1000 * 1000)
+
+/*
+ * Sleep for the mutex until @deadline (0: none) or until @sig is aborted.
+ * Return: what pthread_mutex_clocklock() returns, ETIMEDOUT once the
+ * deadline passed or ECANCELED once the signal was aborted (not locked).
+ */
+static int lock_wait(pthread_mutex_t *mu, uint64_t deadline,
+		     const struct wlk_signal *sig)
+{
+	for (;;) {
+		uint64_t until = deadline;
+		struct timespec ts;
+		int rc;
+
+		if (sig && uatomic_read(&sig->reason))
+			return ECANCELED;
+		if (sig) {
+			uint64_t slice = wlk__now_ns() + WLK_LOCK_SLICE_NS;
+
+			if (!until || slice < until)
+				until = slice;
+		}
+		ts.tv_sec = (time_t)(until / WLK_NSEC_PER_SEC);
+		ts.tv_nsec = (long)(until % WLK_NSEC_PER_SEC);
+		rc = pthread_mutex_clocklock(mu, CLOCK_MONOTONIC, &ts);
+		if (rc != ETIMEDOUT || until == deadline)
+			return rc;
+	}
+}
+
+/*
  * glibc's robust mutex sleeps in the kernel as soon as it finds the mutex
  * taken; the critical sections here last well under a microsecond, so a
  * short spin on the lock word (read-only, then one trylock when it looks
  * free) usually gets the mutex without two system calls. Every outcome of
- * trylock is one lock() can have, handled alike by the caller.
+ * trylock is one lock() can have, handled alike by the caller; a bounded
+ * wait adds ETIMEDOUT and ECANCELED (lock_wait()).
  */
-static int lock_spin(pthread_mutex_t *mu)
+static int lock_spin(pthread_mutex_t *mu, uint64_t deadline,
+		     const struct wlk_signal *sig)
 {
 	const uint32_t *word = (const uint32_t *)mu; /* layout.h asserts */
 	int rc = pthread_mutex_trylock(mu);
@@ -79,19 +120,31 @@ static int lock_spin(pthread_mutex_t *mu)
 				return rc;
 		}
 	}
+	if (deadline || sig)
+		return lock_wait(mu, deadline, sig);
 	return pthread_mutex_lock(mu);
 }
 
 /*
- * wlk__lock() - lock the segment, repairing it if needed.
- * @b:    the bucket.
- * @wake: the caller's wake list, emptied here; recovery may ask for a
- *        wake-up sweep. wlk__unlock() issues what it collected.
+ * wlk__lock_until() - lock the segment, repairing it if needed.
+ * @b:        the bucket.
+ * @wake:     the caller's wake list, emptied here; recovery may ask for a
+ *            wake-up sweep. wlk__unlock() issues what it collected.
+ * @deadline: give up waiting for the mutex at this CLOCK_MONOTONIC time
+ *            (ns); 0 waits without limit.
+ * @sig:      give up waiting once this signal is aborted; or NULL.
  *
- * Return: 0 with the mutex held, or WLK_ECORRUPT (or another negative code)
- * with the mutex not held.
+ * A process stopped inside the critical section keeps the mutex until it
+ * continues: a caller with a deadline or a signal is not held up longer
+ * than they allow (the signal is looked at every WLK_LOCK_SLICE_NS). The
+ * uncontended path is the same trylock as without them.
+ *
+ * Return: 0 with the mutex held; or with the mutex not held, WLK_ETIMEDOUT
+ * (the deadline passed), the signal's reason (aborted), WLK_ECORRUPT or
+ * another negative code.
  */
-int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake)
+int wlk__lock_until(struct wlk__bucket *b, struct wlk__wake *wake,
+		    uint64_t deadline, const struct wlk_signal *sig)
 {
 	pthread_mutex_t *mu = &b->hdr->sync.mutex;
 	int rc;
@@ -100,7 +153,7 @@ int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake)
 	wake->self1 = wake->n = wake->n_reaped = wake->n_bells = 0;
 	wake->sweep = wake->bell_sweep = false;
 
-	rc = lock_spin(mu);
+	rc = lock_spin(mu, deadline, sig);
 	if (rc == EOWNERDEAD) {
 		/* Its owner died inside a critical section. */
 		rc = repair(b, wake);
@@ -113,6 +166,10 @@ int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake)
 		/* Somebody unlocked after EOWNERDEAD without repairing. */
 		poison(b);
 		return WLK_ECORRUPT;
+	} else if (rc == ETIMEDOUT) {
+		return WLK_ETIMEDOUT;
+	} else if (rc == ECANCELED) {
+		return uatomic_read(&sig->reason);
 	} else if (rc) {
 		return wlk__errno(rc);
 	}

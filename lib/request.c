@@ -109,7 +109,9 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 	/* A slot of our own, if a lane has one: no free-list traffic. */
 	e.own = lane ? lane->slot : WLK_NIL;
 	e.own_gen = lane ? lane->gen : 0;
-	rc = wlk__lock(b, &wake);
+	/* A process stopped inside the critical section must not hold up
+	 * the timeout or the signal: they bound the wait for the mutex. */
+	rc = wlk__lock_until(b, &wake, deadline, o->signal);
 	if (rc) {
 		if (lane)
 			uatomic_set(&lane->state, WLK_LANE_READY);

@@ -16,6 +16,18 @@
  * Managers are found by key under wmu, never by a pointer the thread kept:
  * wlk__watcher_del() runs before an inner instance is freed, under the
  * same mutex.
+ *
+ * A pidfd becomes readable when its process exits, not when it exec()s;
+ * the kernel marks a robust lifeline OWNER_DIED at both (the anchor thread
+ * ends at exec) and wakes one waiter of its word. So a second thread, the
+ * lifeline thread, started with the first lifeline to watch, sleeps on the
+ * lifelines of every manager's watched blockers (futex_waitv) and rings a
+ * manager's eventfd when one of them changes; the dispatch that follows
+ * reaps (async_pid.c). Like a blocked thread (wait.c), it passes the
+ * kernel's one wake-up on to the other watchers of the word, and looks
+ * again every WLK_SAFETY_RECHECK_NS in case a watcher woken instead of it
+ * died before passing it on. It reads the words only under wmu, for
+ * managers still listed: their segments are mapped.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,6 +45,12 @@ static int wep = -1;			/* under wmu */
 static uint64_t next_key;		/* under wmu */
 static CDS_LIST_HEAD(watched);		/* struct wlk__actx, under wmu */
 static unsigned long wfork = (unsigned long)-1; /* its fork generation */
+
+/* Distinct lifelines the lifeline thread sleeps on, besides life_word. */
+#define LIFE_MAX WLK_WATCH_MAX
+
+static uint32_t life_word; /* [F] bumped under wmu when a set changes */
+static unsigned long lfork = (unsigned long)-1; /* the lifeline thread's */
 
 static struct wlk__actx *find(uint64_t key)
 {
@@ -67,16 +85,54 @@ static void *watch_main(void *arg)
 	}
 }
 
-/* Under wmu: the watcher of this process (fork generation), started. */
-static int start(void)
+/* Start a detached library thread that no signal handler runs on. */
+static int spawn(void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
 	pthread_t th;
 	int rc;
 
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_attr_init(&attr);
+	if (!rc)
+		rc = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (!rc)
+		rc = pthread_create(&th, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/*
+ * Both threads take wmu: fork() with it held, so that a child never
+ * inherits it locked by a thread that does not exist there.
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&wmu);
+}
+
+static void fork_done(void)
+{
+	pthread_mutex_unlock(&wmu);
+}
+
+/* Under wmu: the watcher of this process (fork generation), started. */
+static int start(void)
+{
+	static bool forks_hooked; /* under wmu; inherited with the hooks */
+	int rc;
+
 	if (wfork == wlk__fork_gen() && wep >= 0)
 		return 0;
+	if (!forks_hooked) {
+		rc = pthread_atfork(fork_prepare, fork_done, fork_done);
+		if (rc)
+			return wlk__errno(rc);
+		forks_hooked = true;
+	}
 	/* A fork child inherits the registrations, not the thread. */
 	if (wep >= 0)
 		close(wep);
@@ -84,16 +140,7 @@ static int start(void)
 	wep = epoll_create1(EPOLL_CLOEXEC);
 	if (wep < 0)
 		return wlk__errno(errno);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_attr_init(&attr);
-	if (!rc)
-		rc = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (!rc)
-		rc = pthread_create(&th, &attr, watch_main,
-				    (void *)(intptr_t)wep);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = spawn(watch_main, (void *)(intptr_t)wep);
 	if (rc) {
 		close(wep);
 		wep = -1;
@@ -101,6 +148,88 @@ static int start(void)
 	}
 	wfork = wlk__fork_gen();
 	return 0;
+}
+
+/* Add @w to the distinct words @v[0..*n) unless there; false if full. */
+static bool life_add(struct wlk__waitv *v, unsigned int *n,
+		     const struct wlk__waitv *w)
+{
+	for (unsigned int i = 0; i < *n; i++)
+		if (v[i].word == w->word)
+			return true;
+	if (*n == LIFE_MAX)
+		return false;
+	v[(*n)++] = *w;
+	return true;
+}
+
+/*
+ * Under wmu: ring the managers one of whose lifelines changed and forget
+ * their sets (their dispatch gives new ones); gather the other managers'
+ * lifelines into @v. Return: how many.
+ */
+static unsigned int life_scan(struct wlk__waitv *v)
+{
+	struct wlk__actx *a;
+	unsigned int n = 0;
+
+	cds_list_for_each_entry(a, &watched, wlink) {
+		bool fired = false;
+
+		for (unsigned int i = 0; i < a->n_life; i++) {
+			if (uatomic_read(a->life[i].word) != a->life[i].val) {
+				/* The kernel woke one watcher: pass it on. */
+				wlk__futex_wake(a->life[i].word, INT32_MAX);
+				fired = true;
+			}
+		}
+		if (fired) {
+			a->n_life = 0;
+			wlk__bell_ring_self(&a->bell);
+			continue;
+		}
+		/* Room for all: wlk__watcher_lifelines() admits no more. */
+		for (unsigned int i = 0; i < a->n_life; i++)
+			life_add(v, &n, &a->life[i]);
+	}
+	return n;
+}
+
+static void *life_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct wlk__waitv v[1 + LIFE_MAX];
+		unsigned int n;
+
+		pthread_mutex_lock(&wmu);
+		v[0] = (struct wlk__waitv){&life_word, uatomic_read(&life_word)};
+		n = 1 + life_scan(v + 1);
+		pthread_mutex_unlock(&wmu);
+		wlk__futex_wait(v, n, n > 1 ? wlk__now_ns() +
+						      WLK_SAFETY_RECHECK_NS
+					    : 0);
+	}
+	return NULL;
+}
+
+/* Under wmu: whether @a's set is @v[0..@n) already. */
+static bool life_same(const struct wlk__actx *a, const struct wlk__waitv *v,
+		      unsigned int n)
+{
+	if (a->n_life != n)
+		return false;
+	for (unsigned int i = 0; i < n; i++)
+		if (a->life[i].word != v[i].word || a->life[i].val != v[i].val)
+			return false;
+	return true;
+}
+
+/* Under wmu: tell the lifeline thread that the sets changed. */
+static void life_changed(void)
+{
+	uatomic_inc(&life_word);
+	wlk__futex_wake(&life_word, 1);
 }
 
 /* Register (or re-arm, @mod) @a's inner instance, one-shot. */
@@ -149,7 +278,52 @@ void wlk__watcher_del(struct wlk__actx *a)
 	if (a->wkey && a->wfork == wfork && wfork == wlk__fork_gen()) {
 		epoll_ctl(wep, EPOLL_CTL_DEL, a->epfd, NULL);
 		cds_list_del(&a->wlink);
+		if (a->n_life)
+			life_changed();
 	}
 	a->wkey = 0;
+	a->n_life = 0;
 	pthread_mutex_unlock(&wmu);
+}
+
+/*
+ * wlk__watcher_lifelines() - have the lifeline thread watch @v[0..@n) for
+ * @a instead of its earlier set: lifeline words of its blockers, armed
+ * (FUTEX_WAITERS set), and the values they had. A change of one rings
+ * @a's eventfd once; then the set is forgotten until given again.
+ * Return: false if not all of them are watched (more than LIFE_MAX
+ * lifelines in the process, or no thread): the caller looks on a timer.
+ */
+bool wlk__watcher_lifelines(struct wlk__actx *a, const struct wlk__waitv *v,
+			    unsigned int n)
+{
+	struct wlk__waitv d[LIFE_MAX];
+	unsigned int nd = 0, keep = 0;
+	struct wlk__actx *o;
+
+	pthread_mutex_lock(&wmu);
+	if (!a->wkey || a->wfork != wfork || wfork != wlk__fork_gen()) {
+		pthread_mutex_unlock(&wmu);
+		return n == 0;
+	}
+	/* The other managers' sets fit (this rule admitted them). */
+	cds_list_for_each_entry(o, &watched, wlink)
+		for (unsigned int i = 0; o != a && i < o->n_life; i++)
+			life_add(d, &nd, &o->life[i]);
+	while (keep < n && life_add(d, &nd, &v[keep]))
+		keep++;
+	if (keep && lfork != wlk__fork_gen()) {
+		if (spawn(life_main, NULL))
+			keep = 0;
+		else
+			lfork = wlk__fork_gen();
+	}
+	if (!life_same(a, v, keep)) {
+		for (unsigned int i = 0; i < keep; i++)
+			a->life[i] = v[i];
+		a->n_life = keep;
+		life_changed();
+	}
+	pthread_mutex_unlock(&wmu);
+	return keep == n;
 }

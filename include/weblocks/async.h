@@ -36,7 +36,13 @@
  * descriptor, a pidfd per blocking process, the fallback socket) sit in an
  * inner epoll instance per manager, which one library thread per process,
  * started with its first asynchronous manager, watches: when one fires,
- * the thread rings the manager's descriptor. It runs no user code.
+ * the thread rings the manager's descriptor. A pidfd fires when its
+ * process exits, not when it calls exec(), which ends its locks too; so a
+ * second library thread, started with the first blocking process to
+ * watch, sleeps on the lifelines of those processes (weblocks.h,
+ * TERMINATION MODEL) and rings the descriptor within milliseconds of an
+ * exit or exec, as a blocked thread would be woken. Neither runs user
+ * code.
  *
  * Caveat: the fallback doorbell addresses live in the network namespace;
  * all processes of a bucket should share one (as they share a PID
@@ -96,7 +102,11 @@ typedef void (*wlk_stolen_cb)(struct wlk_lock *lock, void *arg);
  * granted at once completes through the callback, at the next dispatch.
  *
  * Context: thread-safe; never blocks on other lock holders (takes the
- * segment mutex briefly); not async-signal-safe.
+ * segment mutex briefly); not async-signal-safe. A process stopped inside
+ * the segment's critical section holds it up (weblocks.h, TERMINATION
+ * MODEL) until the request's timeout passes or its signal fires, if it has
+ * either: then nothing is queued, 0 is returned, and the callback reports
+ * %WLK_ETIMEDOUT or the abort reason at the next dispatch.
  *
  * Return: 0, or the negative codes of wlk_request() for what is checked
  * before queueing (%WLK_EINVAL also for a NULL @cb); -EMFILE and other

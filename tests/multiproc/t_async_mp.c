@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/wait.h>
 
 #include "../common.h"
 #include "weblocks/async.h"
@@ -660,5 +661,66 @@ Test(async_mp, async_holder_exiting_grants_the_async_waiter, T_FIX,
 	T_ASSERT_RC(r.status, 0);
 	T_ASSERT_RC(r.rel_rc, 0);
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 0);
+	link_close(&k);
+}
+
+/* How long the exec'd holder lives: far longer than the grant may take. */
+#define EXEC_LIFE "30"
+/* Bound on exec -> async waiter granted (blocking waiters: immediate). */
+#define EXEC_GRANT_MS 1000
+
+/* Child: hold "r", say 'g', exec a long sleep when told (no release). */
+static int child_hold_exec(void *arg)
+{
+	struct link *k = arg;
+	struct wlk_manager *m = NULL;
+	struct wlk_lock *l = NULL;
+	char c;
+
+	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 90);
+	T_CHILD_CHECK(wlk_acquire(m, "r", 1, NULL, &l) == 0, 91);
+	T_CHILD_CHECK(t_put_byte(k->up.wr, 'g') == 0, 92);
+	T_CHILD_CHECK(t_get(k->down.rd, &c, 1, 3 * T_WAIT_MS) == 0, 93);
+	execlp("sleep", "sleep", EXEC_LIFE, (char *)NULL);
+	return 94;
+}
+
+/*
+ * A holder exec()s: its locks end with its image, and an async waiter,
+ * with no blocking waiter in the bucket to notice, is granted at once, not
+ * when the new program exits (a pidfd fires at exit, not at exec).
+ */
+Test(async_mp, holder_exec_grants_the_async_waiter, T_FIX, .timeout = 20)
+{
+	struct wlk_manager *m = t_open();
+	struct rec r = { .release = true };
+	struct link k;
+	uint64_t t0;
+	pid_t pid;
+
+	/* Forked before the watcher thread starts: ASan's allocator is
+	 * not fork-safe. */
+	link_open(&k, 0, NULL);
+	pid = t_fork(child_hold_exec, &k);
+	close(k.up.wr);
+	k.up.wr = -1;
+	cr_assert_eq(t_get_byte(k.up.rd), 'g');
+	T_ASSERT_RC(req_async(m, "r", NULL, &r), 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
+	cr_assert_eq(r.calls, 0);
+	t_put_byte(k.down.wr, 'x');
+	/* EOF: the exec closed the child's end (O_CLOEXEC). */
+	cr_assert_eq(t_get_byte(k.up.rd), -1, "the child did not exec");
+	t0 = t_now_ns();
+	cr_assert(pump_ms(m, 1, EXEC_GRANT_MS),
+		  "exec did not reach the descriptor within %d ms",
+		  EXEC_GRANT_MS);
+	cr_assert_lt(t_now_ns() - t0, EXEC_GRANT_MS * 1000000ull);
+	T_ASSERT_RC(r.status, 0);
+	T_ASSERT_RC(r.rel_rc, 0);
+	cr_assert_eq(waitpid(pid, NULL, WNOHANG), 0, "exec'd child ended");
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
+	t_assert_valid(m, NULL);
 	link_close(&k);
 }
