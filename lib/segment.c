@@ -16,7 +16,6 @@
 
 #define SHM_DIR "/dev/shm"
 #define DEFAULT_MODE 0600u
-#define ALLOWED_MODE 0666u
 /* The bits every segment has: its owner's processes open it read-write. */
 #define OWNER_MODE 0600u
 #define PAGE 4096u
@@ -365,7 +364,7 @@ static int open_error(const char *shm_name, int err)
 }
 
 /* Owned by us, and no looser than @perm; *@mode gets its permissions. */
-static int check_file(int fd, unsigned int perm, unsigned int *mode)
+int wlk__segment_check_file(int fd, unsigned int perm, unsigned int *mode)
 {
 	struct stat st;
 
@@ -384,12 +383,12 @@ static int options_perm(const struct wlk_manager_options *o,
 	*perm = o && o->permissions ? o->permissions : DEFAULT_MODE;
 	/* Without the owner's bits only the creator could use it, and
 	 * nobody could remove it. */
-	if ((*perm & ~ALLOWED_MODE) || (*perm & OWNER_MODE) != OWNER_MODE)
+	if ((*perm & ~WLK_SEG_ANY_MODE) || (*perm & OWNER_MODE) != OWNER_MODE)
 		return WLK_EINVAL;
 	return 0;
 }
 
-/* The check check_file() made, for a bucket this process has mapped. */
+/* The check wlk__segment_check_file() made, for a mapped bucket. */
 int wlk__segment_perm_check(const struct wlk__bucket *b,
 			    const struct wlk_manager_options *o)
 {
@@ -414,102 +413,6 @@ static bool superseded(const struct wlk__bucket *b, unsigned int gen)
 	return stat(path, &st) == 0;
 }
 
-/*
- * FENCING TOKENS ACROSS SEGMENTS (wlk_lock_token()). Within a segment a
- * name's tokens rise by one a grant, and a new entry starts at next_token,
- * above every entry evicted before it. A bucket's segment is created again
- * when nobody has it open (its content is stale), after it was removed,
- * and as the next generation after poisoning; tokens must still rise. So
- * next_token starts at the creation time in nanoseconds (CLOCK_REALTIME):
- * a segment's tokens then stay below the clock, since no name is granted
- * anywhere near once a nanosecond, unless the clock is set back. And it
- * starts above every token the bucket's segments still there hold: the
- * stale content replaced and every other generation. That covers a clock
- * set back too, unless the bucket was removed (or /dev/shm emptied).
- */
-
-/* Bytes read at a time when looking for tokens in a segment file. */
-#define MARK_CHUNK 8192u
-
-/*
- * The largest fencing token segment file @fd holds, or 0. It is read, not
- * mapped: a file we hold no lock of may shrink meanwhile. Its content is
- * untrusted, and may be damaged (a poisoned generation): every read is
- * bounded by the file's size, and damaged tokens are passed over.
- */
-static uint64_t token_mark_fd(int fd)
-{
-	const size_t tok = offsetof(struct wlk_seg_name, token);
-	struct wlk_seg_header h;
-	uint8_t buf[MARK_CHUNK];
-	uint64_t mark = 0, off, stride, n, per;
-	struct stat st;
-
-	if (fstat(fd, &st) < 0 ||
-	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-	    memcmp(h.magic, WLK_SEG_MAGIC, WLK_SEG_MAGIC_LEN) != 0 ||
-	    h.layout_version != WLK_LAYOUT_VERSION || h.abi_sig != WLK_ABI_SIG)
-		return 0;
-	if (h.next_token < WLK_TOKEN_DAMAGED)
-		mark = h.next_token;
-	off = h.off_names;
-	stride = h.name_stride;
-	if (off < WLK_HEADER_SIZE || off >= (uint64_t)st.st_size ||
-	    stride < sizeof(struct wlk_seg_name))
-		return mark;
-	n = ((uint64_t)st.st_size - off) / stride;
-	if (n > h.max_names)
-		n = h.max_names;
-	per = stride <= sizeof(buf) ? sizeof(buf) / stride : 1;
-	for (uint64_t i = 0; i < n; i += per) {
-		uint64_t k = n - i < per ? n - i : per;
-		size_t len = (size_t)((k - 1) * stride + tok + sizeof(mark));
-
-		if (pread(fd, buf, len, (off_t)(off + i * stride)) !=
-		    (ssize_t)len)
-			break;
-		for (uint64_t j = 0; j < k; j++) {
-			uint64_t t;
-
-			memcpy(&t, buf + j * stride + tok, sizeof(t));
-			if (t < WLK_TOKEN_DAMAGED && t > mark)
-				mark = t;
-		}
-	}
-	return mark;
-}
-
-/*
- * The largest fencing token the bucket's segments hold: generation @gen,
- * whose file b->fd is and which is about to be initialised, and the others.
- */
-static uint64_t token_mark(const struct wlk__bucket *b, unsigned int gen)
-{
-	char name[WLK_SHM_NAME_MAX];
-	uint64_t mark = token_mark_fd(b->fd);
-
-	for (unsigned int i = 0; i < WLK_MAX_GENERATIONS; i++) {
-		unsigned int mode;
-		uint64_t t;
-		int fd;
-
-		if (i == gen)
-			continue;
-		wlk__generation_name(name, b->base_name, i);
-		/* Non-blocking: a FIFO squatting the name is not waited on. */
-		fd = shm_open(name, O_RDONLY | O_NONBLOCK, 0);
-		if (fd < 0)
-			continue;
-		if (check_file(fd, ALLOWED_MODE, &mode) == 0) {
-			t = token_mark_fd(fd);
-			if (t > mark)
-				mark = t;
-		}
-		close(fd);
-	}
-	return mark;
-}
-
 /* One attempt; -EAGAIN asks the caller to start over. */
 static int attach_once(struct wlk__bucket *b, const char *origin,
 		       const struct wlk_manager_options *o,
@@ -531,7 +434,7 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 	/* shm_open() applied the umask; the mode must be exactly perm. */
 	if (created && fchmod(b->fd, perm) < 0)
 		return wlk__errno(errno);
-	rc = check_file(b->fd, perm, &b->mode);
+	rc = wlk__segment_check_file(b->fd, perm, &b->mode);
 	if (rc)
 		return rc;
 	rc = wlk__ofd_lock(b->fd, F_WRLCK, WLK_LOCK_INIT, true);
@@ -546,7 +449,7 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 		rc = SEG_SUPERSEDED;
 	} else if (rc == 0) {
 		/* Nobody is attached: whatever is there is stale. */
-		rc = create(b, origin, o, g, token_mark(b, gen));
+		rc = create(b, origin, o, g, wlk__token_mark(b, gen));
 		/* Not sized (ENOSPC) or not initialised, it would stay as a
 		 * damaged file; under both locks it is ours alone. Openers
 		 * waiting for the init lock find the name gone and retry. */
@@ -625,7 +528,7 @@ static int remove_one(const char *shm_name)
 	fd = shm_open(shm_name, O_RDWR, 0);
 	if (fd < 0)
 		return open_error(shm_name, errno);
-	rc = check_file(fd, ALLOWED_MODE, &mode);
+	rc = wlk__segment_check_file(fd, WLK_SEG_ANY_MODE, &mode);
 	if (!rc)
 		rc = wlk__ofd_lock(fd, F_WRLCK, WLK_LOCK_INIT, true);
 	if (!rc)
