@@ -5,6 +5,7 @@
  */
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h> /* shm_open */
 #include <sys/stat.h>
 #include <unistd.h>
 
