@@ -96,11 +96,13 @@ static void rebuild_names(struct wlk__bucket *b)
 	}
 }
 
-/* Whether a request's references hold; if not it is dropped. */
-static bool request_sane(struct wlk__bucket *b, struct wlk_seg_request *r)
+/*
+ * Whether a request's references hold; if not it is dropped. @state and
+ * @name are the slot's, read once by the caller, which uses them after.
+ */
+static bool request_sane(struct wlk__bucket *b, struct wlk_seg_request *r,
+			 uint32_t state, uint32_t name)
 {
-	uint32_t state = WLK_WORD_STATE(r->word);
-
 	if (state < WLK_SLOT_PENDING || state > WLK_SLOT_FAST ||
 	    r->mode > WLK_SHARED ||
 	    !wlk__client_live(b, r->client, r->client_gen))
@@ -108,8 +110,8 @@ static bool request_sane(struct wlk__bucket *b, struct wlk_seg_request *r)
 	/* A stolen lock is in no list; its name may be gone. A slot kept
 	 * for the fast path, or claimed by it, is in no list either. */
 	return state >= WLK_SLOT_STOLEN ||
-	       (r->name < b->geo.max_names &&
-		wlk__name(b, r->name)->word ==
+	       (name < b->geo.max_names &&
+		wlk__name(b, name)->word ==
 			WLK_WORD(r->name_gen, WLK_SLOT_USED));
 }
 
@@ -201,10 +203,12 @@ static void rebuild_requests(struct wlk__bucket *b)
 	h->n_requests = 0;
 	for (uint32_t i = b->geo.max_requests; i-- > 0;) {
 		struct wlk_seg_request *r = wlk__req(b, i);
-		uint32_t state = WLK_WORD_STATE(r->word);
+		uint32_t word = r->word, name = r->name;
+		uint32_t state = WLK_WORD_STATE(word);
 
-		if (state != WLK_SLOT_FREE && !request_sane(b, r)) {
-			r->word = WLK_WORD(WLK_WORD_GEN(r->word) + 1,
+		if (state != WLK_SLOT_FREE &&
+		    !request_sane(b, r, state, name)) {
+			r->word = WLK_WORD(WLK_WORD_GEN(word) + 1,
 					   WLK_SLOT_FREE);
 			state = WLK_SLOT_FREE;
 		}
@@ -217,9 +221,9 @@ static void rebuild_requests(struct wlk__bucket *b)
 		h->n_requests++;
 		r->prev = r->next = WLK_NIL;
 		if (state == WLK_SLOT_PENDING)
-			queue_insert(b, wlk__name(b, r->name), i);
+			queue_insert(b, wlk__name(b, name), i);
 		else if (state == WLK_SLOT_HELD)
-			held_insert(b, wlk__name(b, r->name), i);
+			held_insert(b, wlk__name(b, name), i);
 	}
 }
 
