@@ -550,6 +550,18 @@ struct wlk_lock_info {
  * manager of it. Pending entries of one name are in request order; the order
  * across names and of held entries is unspecified.
  *
+ * The snapshot is atomic across names: it is the state of the whole bucket
+ * at one instant, with respect to every grant and release of every process,
+ * those of the uncontended fast path included (a process that always takes
+ * Y before Z is never shown holding Z alone). The copy takes time in
+ * proportion to the bucket's name capacity (max_names); while it runs, the
+ * bucket's segment mutex is held, and an acquire or release that completes
+ * meanwhile, even one that needs no mutex otherwise, waits for the copy to
+ * end before it returns, as a call that takes the mutex would (so a
+ * process stopped while it copies holds up every acquire and release in
+ * the bucket until it continues). When no query runs, this costs the
+ * uncontended acquire and release one memory load each.
+ *
  * Context: thread-safe; not async-signal-safe.
  *
  * Return: 0, or

@@ -7,6 +7,10 @@
  * mutex, so possibly stale): if they turn out too small, the mutex is
  * released, the buffers grow, and the copy starts over. The API objects are
  * built after unlocking.
+ *
+ * The copy is one instant's state: while it runs the freeze word is set,
+ * and fast operations that complete meanwhile wait for it (layout.h,
+ * QUERY).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -192,6 +196,20 @@ static int snapshot_build(struct wlk_snapshot *s)
 	return 0;
 }
 
+/* The copy, under the mutex, with the fast path frozen. */
+static int copy_frozen(struct wlk__bucket *b, struct qbuf *q)
+{
+	struct wlk_seg_header *h = b->hdr;
+	int rc;
+
+	uatomic_set(&h->freeze, 1);
+	cmm_smp_mb(); /* the freeze, then the fast words (layout.h, QUERY) */
+	rc = copy_state(b, q);
+	cmm_smp_mb(); /* every read of the copy, then the thaw */
+	uatomic_set(&h->freeze, 0);
+	return rc;
+}
+
 static int snapshot_copy(struct wlk__bucket *b, struct qbuf *q)
 {
 	struct wlk_seg_header *h = b->hdr;
@@ -214,7 +232,7 @@ static int snapshot_copy(struct wlk__bucket *b, struct qbuf *q)
 			wlk__unlock(b, &wake);
 			continue;
 		}
-		rc = copy_state(b, q);
+		rc = copy_frozen(b, q);
 		wlk__unlock(b, &wake);
 		if (rc != -ENOSPC)
 			return rc;
