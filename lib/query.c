@@ -204,6 +204,7 @@ static int copy_frozen(struct wlk__bucket *b, struct qbuf *q)
 
 	uatomic_set(&h->freeze, 1);
 	cmm_smp_mb(); /* the freeze, then the fast words (layout.h, QUERY) */
+	WLK_FAILPOINT(query_frozen);
 	rc = copy_state(b, q);
 	cmm_smp_mb(); /* every read of the copy, then the thaw */
 	uatomic_set(&h->freeze, 0);

@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* t_query.c - wlk_query() snapshots: held and pending entries, fields. */
+/*
+ * t_query.c - wlk_query() snapshots: held and pending entries, fields; a
+ * freeze word left set (it includes lib/layout.h to set one).
+ */
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "../common.h"
+#include "weblocks/inspect.h"
+#include "layout.h"
 
 static const struct wlk_options sh = { .mode = WLK_SHARED };
 
@@ -217,4 +224,48 @@ Test(query, generated_client_id_shows_in_entries, T_FIX, .timeout = 10)
 	T_ASSERT_RC(wlk_acquire(m, "r", 1, NULL, &l), 0);
 	cr_assert_eq(t_held_by(m, "r", 1, id(m)), 1);
 	T_ASSERT_RC(wlk_release(l), 0);
+}
+
+/* Map the header of t_origin's default bucket, as a co-tenant could. */
+static struct wlk_seg_header *header_map(void)
+{
+	struct wlk_inspect_snapshot *s = NULL;
+	struct wlk_inspect *in = NULL;
+	struct wlk_seg_header *h;
+	int fd;
+
+	T_ASSERT_RC(wlk_inspect_open(t_origin, NULL, 0, &in), 0);
+	T_ASSERT_RC(wlk_inspect_snapshot(in, &s), 0);
+	fd = open(s->header.path, O_RDWR | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	h = mmap(NULL, WLK_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 fd, 0);
+	cr_assert_neq(h, MAP_FAILED);
+	close(fd);
+	wlk_inspect_snapshot_free(s);
+	wlk_inspect_close(in);
+	return h;
+}
+
+/*
+ * A query that died copying leaves the freeze word set (layout.h, QUERY):
+ * fast operations then pass through the mutex, and the first one to hold
+ * it finds no copy running and clears the word.
+ */
+Test(query, freeze_word_left_by_a_dead_query_is_cleared, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *m = t_open();
+	struct wlk_seg_header *h;
+	struct wlk_lock *l = NULL;
+
+	T_ASSERT_RC(wlk_acquire(m, "a", 1, NULL, &l), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
+	h = header_map();
+	__atomic_store_n(&h->freeze, 1, __ATOMIC_SEQ_CST);
+	T_ASSERT_RC(wlk_acquire(m, "a", 1, NULL, &l), 0);
+	cr_assert_eq(__atomic_load_n(&h->freeze, __ATOMIC_SEQ_CST), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
+	cr_assert_eq(t_held_n(m, NULL, 0), 0);
+	munmap(h, WLK_HEADER_SIZE);
 }
