@@ -567,7 +567,9 @@ struct wlk_lock_info {
  * Return: 0, or
  * * %WLK_EINVAL - @m or @out is NULL.
  * * %WLK_ESTATE - @m is closed or was inherited through fork().
- * * %WLK_ECORRUPT - the segment failed validation or repair.
+ * * %WLK_ECORRUPT - the segment failed validation or repair, or its usage
+ *   counters were damaged (they are rebuilt, or the segment poisoned,
+ *   before it returns).
  * * -ENOMEM - out of memory.
  */
 WLK_EXPORT WLK_WARN_UNUSED int wlk_query(struct wlk_manager *m,
