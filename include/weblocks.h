@@ -88,8 +88,10 @@
  *    path, wlk_query(), wlk_manager_open(), wlk_manager_close(),
  *    wlk_manager_validate(), and in weblocks/async.h a manager's first
  *    wlk_manager_fd() (or request) and wlk_manager_dispatch() with
- *    requests outstanding. SIGCONT ends it (so does SIGKILL: the mutex is
- *    robust).
+ *    requests outstanding. A process stopped while wlk_query() copies the
+ *    bucket also holds up the fast path: acquires and releases that
+ *    complete during the copy wait for it (wlk_query()). SIGCONT ends it
+ *    (so does SIGKILL: the mutex is robust).
  *  - fork(): the child inherits no locks and no managers; inherited handles
  *    return WLK_ESTATE and never block. The parent's death is detected even
  *    while its children live. A manager opened in the child works.
@@ -680,13 +682,27 @@ struct wlk_lock_info {
  * manager of it. Pending entries of one name are in request order; the order
  * across names and of held entries is unspecified.
  *
+ * The snapshot is atomic across names: it is the state of the whole bucket
+ * at one instant, with respect to every grant and release of every process,
+ * those of the uncontended fast path included (a process that always takes
+ * Y before Z is never shown holding Z alone). The copy takes time in
+ * proportion to the bucket's name capacity (max_names); while it runs, the
+ * bucket's segment mutex is held, and an acquire or release that completes
+ * meanwhile, even one that needs no mutex otherwise, waits for the copy to
+ * end before it returns, as a call that takes the mutex would (so a
+ * process stopped while it copies holds up every acquire and release in
+ * the bucket until it continues). When no query runs, this costs the
+ * uncontended acquire and release one memory load each.
+ *
  * Context: thread-safe; not async-signal-safe.
  *
  * Return: 0, or
  * * %WLK_EINVAL - @m or @out is NULL.
  * * %WLK_ESTATE - @m was closed by another thread during the call, or was
  *   inherited through fork() (with @m already closed: undefined).
- * * %WLK_ECORRUPT - the segment failed validation or repair.
+ * * %WLK_ECORRUPT - the segment failed validation or repair, or its usage
+ *   counters were damaged (they are rebuilt, or the segment poisoned,
+ *   before it returns).
  * * -ENOMEM - out of memory.
  */
 WLK_EXPORT WLK_WARN_UNUSED int wlk_query(struct wlk_manager *m,

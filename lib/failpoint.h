@@ -26,7 +26,8 @@
 	X(reap_after_free)      /* dead agent reaped, lifeline still held */  \
 	X(recover_mid)          /* recovery: rebuilt, queues not processed */ \
 	X(fast_enlist_mid)      /* fast waiter claimed, WAIT not yet set */   \
-	X(fast_handoff_mid)     /* handed over, old claim not yet cleared */
+	X(fast_handoff_mid)     /* handed over, old claim not yet cleared */  \
+	X(query_frozen)         /* query: fast path frozen, mutex held */
 
 enum wlk__failpoint_id {
 #define WLK__FP_ENUM(name) WLK_FP_##name,

@@ -19,7 +19,9 @@
  * ordinary held request, the waiter the first of the queue.
  *
  * A fast operation that fails for any reason returns 1 and the caller
- * takes the mutex; nothing here is an error.
+ * takes the mutex; nothing here is an error. One that succeeds while a
+ * query copies the bucket waits for the copy before it returns
+ * (freeze_pass(); layout.h, QUERY).
  */
 #include <string.h>
 
@@ -221,6 +223,36 @@ static void granted(struct wlk__bucket *b, struct wlk_lock *l)
 	l->fast = true;
 }
 
+/* Out of line, and a tail call: the fast path keeps its small frame. */
+static __attribute__((noinline, cold)) int freeze_wait(struct wlk__bucket *b)
+{
+	struct wlk__wake wake;
+
+	/* On an error the operation still stands; the next call reports
+	 * what is wrong with the segment. */
+	if (wlk__lock(b, &wake))
+		return 0;
+	/* Still set with the mutex ours: its query died copying. */
+	if (uatomic_read(&b->hdr->freeze))
+		uatomic_set(&b->hdr->freeze, 0);
+	wlk__unlock(b, &wake);
+	return 0;
+}
+
+/*
+ * A fast operation changed a fast word, or saw a change it acts on, and
+ * then made a full barrier: if a query is copying the bucket, its copy may
+ * have looked at that name before the change and looks at others after,
+ * so wait for the copy to end before returning (layout.h, QUERY). Costs
+ * one load of a line only queries write when none runs. Return: 0.
+ */
+static inline int freeze_pass(struct wlk__bucket *b)
+{
+	if (caa_unlikely(uatomic_read(&b->hdr->freeze)))
+		return freeze_wait(b);
+	return 0;
+}
+
 /*
  * Become @n's fast waiter behind the holder in @f: claim the waiter word
  * (@claim: WLK_CLAIM()), then set WAIT. Return: 0, or 1 (someone else
@@ -289,7 +321,7 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l, bool may_wait)
 			f = uatomic_cmpxchg(&n->fast, on, on | me);
 			if (f == on) {
 				granted(b, l);
-				return 0;
+				return freeze_pass(b);
 			}
 		} else if (may_wait && waitable(f, on, l->mode)) {
 			if (!enlist(n, f, claim))
@@ -333,7 +365,10 @@ int wlk__fast_await(struct wlk_manager *m, struct wlk_lock *l)
 				wlk__req(m->b, l->slot)->grant_ns =
 					wlk__stamp_ns();
 				granted(m->b, l);
-				return 0;
+				/* The handoff was the holder's CAS: order
+				 * our look at it before the freeze word. */
+				cmm_smp_mb();
+				return freeze_pass(m->b);
 			}
 			if ((f & ~WLK_FAST_WHO_MASK & ~WLK_FAST_WAIT) !=
 			    WLK_FAST(l->fast_ngen, 1, 0, 0))
@@ -384,5 +419,5 @@ int wlk__fast_release(struct wlk_lock *l)
 	}
 	wlk__slot_unclaim(m, l);
 	l->fast = false;
-	return 0;
+	return freeze_pass(b);
 }

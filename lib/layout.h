@@ -61,7 +61,7 @@
 #include <stdint.h>
 
 /* Bump on any change to this file; it is part of the segment name too. */
-#define WLK_LAYOUT_VERSION 5u
+#define WLK_LAYOUT_VERSION 6u
 #define WLK_SEG_MAGIC "WEBLOCKS"
 #define WLK_SEG_MAGIC_LEN 8
 #define WLK_CACHELINE 64u
@@ -131,6 +131,21 @@ enum wlk_slot_state {
  * and a holder is an inflation a dead process left halfway: recovery
  * finishes it. The slot-gen bits make a stale handle's release CAS fail
  * after the slot was reused.
+ *
+ * QUERY. A query (query.c) copies the whole bucket under the mutex, and
+ * the fast path does not take it; for the copy to be one instant's state
+ * (spec 4.5), the query sets the header's freeze word, then (full barrier)
+ * reads the names; every fast operation, once it changed or saw a change
+ * of a fast word (a CAS, or a grant it spun for), then (full barrier)
+ * reads the freeze word, and if it is set waits for the mutex once before
+ * it returns. By the barriers, either the query's copy saw that change or
+ * the operation sees the freeze; so no operation returns with a change the
+ * copy may have missed while the copy runs, and each thread has at most
+ * one such change in flight, which the copy shows or not as if it came
+ * just before or just after. The query clears the word before unlocking;
+ * a fast operation that finds it set while holding the mutex clears it
+ * (its query died copying). Uncontended, this costs one load of a line
+ * only queries write.
  */
 #define WLK_FAST_GEN_SHIFT 35u
 #define WLK_FAST_ON (1ull << 34)
@@ -253,6 +268,12 @@ struct wlk_seg_header {
 	char origin[1024];      /* [C] WLK_ORIGIN_MAX */
 	char bucket[256];       /* [C] WLK_BUCKET_MAX + 1 */
 	char partition[256];    /* [C] WLK_PARTITION_MAX + 1 */
+	uint8_t ident_pad2[48];
+
+	/* Alone on its line: every fast operation reads it (FAST PATH,
+	 * QUERY), and only a query writes it. */
+	uint32_t freeze;        /* [M][A] 1 while a query copies */
+	uint8_t freeze_pad[60];
 };
 
 /*
@@ -362,6 +383,9 @@ _Static_assert(offsetof(struct wlk_seg_header, free_agents) == 384,
 	       "derived on its own line");
 _Static_assert(offsetof(struct wlk_seg_header, origin_len) == 448,
 	       "identity strings after the derived line");
+_Static_assert(offsetof(struct wlk_seg_header, freeze) == 2048 &&
+		       sizeof(struct wlk_seg_header) == 2048 + WLK_CACHELINE,
+	       "the freeze word alone on its line");
 _Static_assert(sizeof(struct wlk_seg_agent) == 128, "agent slot size");
 _Static_assert(sizeof(struct wlk_seg_client) == 192, "client slot size");
 _Static_assert(sizeof(struct wlk_seg_name) == 128, "name entry header size");

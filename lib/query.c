@@ -7,6 +7,10 @@
  * mutex, so possibly stale): if they turn out too small, the mutex is
  * released, the buffers grow, and the copy starts over. The API objects are
  * built after unlocking.
+ *
+ * The copy is one instant's state: while it runs the freeze word is set,
+ * and fast operations that complete meanwhile wait for it (layout.h,
+ * QUERY).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -192,18 +196,82 @@ static int snapshot_build(struct wlk_snapshot *s)
 	return 0;
 }
 
-static int snapshot_copy(struct wlk__bucket *b, struct qbuf *q)
+/* Buffer sizes: what the copy may need, and the most it can. */
+struct qsize {
+	size_t names, ents, cids;
+};
+
+static size_t cap(size_t n, size_t most)
+{
+	return n < most ? n : most;
+}
+
+static size_t grow(size_t n, size_t most)
+{
+	return n >= most / 2 ? most : n * 2;
+}
+
+/*
+ * The sizes to start from, from the usage counters, and the most the
+ * geometry allows (a name's bytes and NUL each, a request, a client). The
+ * counters are derived state: a count the geometry cannot reach is damage,
+ * flagged for repair (recover.c rebuilds them).
+ * Return: 0, or WLK_ECORRUPT.
+ */
+static int qsize_first(struct wlk__bucket *b, struct qsize *want,
+		       struct qsize *most)
 {
 	struct wlk_seg_header *h = b->hdr;
-	size_t names = uatomic_read(&h->name_bytes) +
-		       uatomic_read(&h->n_names) + QUERY_SLACK;
-	size_t ents = uatomic_read(&h->n_requests) + QUERY_SLACK;
-	size_t cids = uatomic_read(&h->n_clients) + QUERY_SLACK;
+	uint64_t bytes = uatomic_read(&h->name_bytes);
+	uint32_t names = uatomic_read(&h->n_names);
+	uint32_t reqs = uatomic_read(&h->n_requests);
+	uint32_t clients = uatomic_read(&h->n_clients);
 
+	most->names = (size_t)b->geo.max_names * (b->geo.max_name_len + 1);
+	most->ents = b->geo.max_requests;
+	most->cids = b->geo.max_clients;
+	if (names > b->geo.max_names ||
+	    bytes > (uint64_t)b->geo.max_names * b->geo.max_name_len ||
+	    reqs > b->geo.max_requests || clients > b->geo.max_clients)
+		return wlk__corrupt(b);
+	want->names = cap((size_t)bytes + names + QUERY_SLACK, most->names);
+	want->ents = cap((size_t)reqs + QUERY_SLACK, most->ents);
+	want->cids = cap((size_t)clients + QUERY_SLACK, most->cids);
+	return 0;
+}
+
+/* The copy, under the mutex, with the fast path frozen. */
+static int copy_frozen(struct wlk__bucket *b, struct qbuf *q)
+{
+	struct wlk_seg_header *h = b->hdr;
+	int rc;
+
+	uatomic_set(&h->freeze, 1);
+	cmm_smp_mb(); /* the freeze, then the fast words (layout.h, QUERY) */
+	WLK_FAILPOINT(query_frozen);
+	rc = copy_state(b, q);
+	cmm_smp_mb(); /* every read of the copy, then the thaw */
+	uatomic_set(&h->freeze, 0);
+	return rc;
+}
+
+static int snapshot_copy(struct wlk__bucket *b, struct qbuf *q)
+{
+	struct qsize want = {0}, most = {0};
+	struct wlk__wake wake;
+	int rc = qsize_first(b, &want, &most);
+
+	if (rc) {
+		/* Read before locking, they would stop every later call
+		 * here if nobody else locked: repair them now (wlk__lock()
+		 * does, or poisons the segment). */
+		if (!wlk__lock(b, &wake))
+			wlk__unlock(b, &wake);
+		return rc;
+	}
 	for (;;) {
-		struct wlk__wake wake;
-		int rc = qbuf_alloc(q, names, ents, cids, b->geo.max_clients);
-
+		rc = qbuf_alloc(q, want.names, want.ents, want.cids,
+				b->geo.max_clients);
 		if (rc)
 			return rc;
 		rc = wlk__lock(b, &wake);
@@ -214,13 +282,18 @@ static int snapshot_copy(struct wlk__bucket *b, struct qbuf *q)
 			wlk__unlock(b, &wake);
 			continue;
 		}
-		rc = copy_state(b, q);
+		rc = copy_frozen(b, q);
+		/* Room for all a sound segment holds, and still too little:
+		 * lists that share requests, or the like. */
+		if (rc == -ENOSPC && want.names == most.names &&
+		    want.ents == most.ents && want.cids == most.cids)
+			rc = wlk__corrupt(b);
 		wlk__unlock(b, &wake);
 		if (rc != -ENOSPC)
 			return rc;
-		names *= 2;
-		ents *= 2;
-		cids *= 2;
+		want.names = grow(want.names, most.names);
+		want.ents = grow(want.ents, most.ents);
+		want.cids = grow(want.cids, most.cids);
 	}
 }
 

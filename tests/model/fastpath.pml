@@ -3,8 +3,9 @@
  * fastpath.pml - a Promela model of the fast path (lib/fast.c,
  * lib/inflate.c, process-the-queue in lib/queue.c): acquire and release
  * by CAS on a name's fast word, one fast waiter handed the name by the
- * holder's release, inflation under the segment mutex, and the grant of a
- * lone request through the fast word. Run: tests/model/run.sh.
+ * holder's release, inflation under the segment mutex, the grant of a
+ * lone request through the fast word, and a query's copy with the fast
+ * path frozen (lib/query.c). Run: tests/model/check.sh.
  *
  * What is modelled: NP processes, each with one lane slot, taking one
  * name exclusively in a loop. The fast word (ON, WAIT, holder slot and
@@ -16,12 +17,22 @@
  * the 9 gen bits in the real words do (G is smaller, so the model sees
  * more wrap-arounds than the library could).
  *
+ * A query process Q (QN copies, at any moments) takes the mutex, sets
+ * the freeze word, inflates the name if it has a fast holder (as
+ * query.c's copy does), clears the word and unlocks. Promela steps are
+ * sequentially consistent, so the model takes the barriers of layout.h
+ * (QUERY) as given; what it checks is that every path obeys the rule.
+ *
  * What is checked: never two processes in the critical section; every
  * lock a process believes it holds is held by the segment's account when
  * it releases; no state where everyone waits for ever (invalid end
- * states). Not checked: starvation. Not modelled: shared mode,
- * timeouts and signals, process death and recovery (tests/torture.c
- * covers those), more than one name.
+ * states); no process returns from an acquire or a release while a copy
+ * runs if the operation changed the fast word during that copy, or was
+ * handed the name by such a change (with one change per thread at most
+ * in flight, that makes the copy one instant's state across names). Not
+ * checked: starvation. Not modelled: shared mode, timeouts and signals,
+ * process death and recovery (tests/torture.c covers those), more than
+ * one name.
  */
 
 #ifndef NP
@@ -29,6 +40,9 @@
 #endif
 #ifndef G
 #define G 4
+#endif
+#ifndef QN
+#define QN 1	/* copies the query makes; 0: no query process */
 #endif
 
 mtype = { FREE, RES, FAST, PEND, HELD };
@@ -52,8 +66,42 @@ byte qn;
 
 byte incs;		/* processes in the critical section */
 
+/* The header's freeze word, and ghosts: a query is copying; process i
+ * changed (or was handed the name by) the fast word during this copy. */
+bool frz;
+bool copying;
+bool dirty[NP + 1];
+
 inline lock() { atomic { !mtx -> mtx = true } }
 inline unlock() { mtx = false }
+
+/* A fast word change by @i: made during a copy? */
+inline mark(i) {
+	if
+	:: copying -> dirty[i] = true
+	:: else -> skip
+	fi
+}
+
+/* fast.c freeze_pass(), after the change: wait for the copy to end
+ * (the locals it resets are dead at every call: fewer states). One step
+ * unless it waits: a lock() that blocks ends the atomic sequence. */
+inline freeze_pass() {
+	atomic {
+		if
+		:: frz ->
+			e_on = false; e_fh = 0; e_fg = 0; e_wait = false;
+			tries = 0; claimed = false; ok = false; w = 0; wg = 0;
+			lock(); unlock()
+		:: else
+		fi
+	}
+}
+
+/* Where an operation returns to its caller. */
+inline returning() {
+	assert(!(copying && dirty[me]))
+}
 
 #define NO_HOLDER \
 	(!held[1] && (NP < 2 || !held[2]) && (NP < 3 || !held[3]) && \
@@ -126,6 +174,7 @@ proctype P(byte me)
 acquire:
 	/* Locals back to 0: fewer states for the verifier to tell apart. */
 	atomic {
+		returning();
 		claimed = false; ok = false; fast = false; tries = 0;
 		w = 0; wg = 0; s_on = false; s_wait = false; adopted = false;
 		s_fh = 0; s_fg = 0; g_slot = 0
@@ -144,14 +193,14 @@ acquire:
 			if
 			:: on == e_on && fh == e_fh && fg == e_fg &&
 			   fwait == e_wait ->
-				fh = me; fg = gen[me]; ok = true
+				fh = me; fg = gen[me]; ok = true; mark(me)
 			:: else ->
 				e_on = on; e_fh = fh; e_fg = fg; e_wait = fwait;
 				ok = false
 			fi
 		}
 		if
-		:: ok -> fast = true; goto critical
+		:: ok -> atomic { fast = true; freeze_pass() }; goto critical
 		:: else -> tries++
 		fi
 	:: tries < 2 && e_on && e_fh != 0 && !e_wait ->
@@ -167,7 +216,8 @@ acquire:
 			atomic {
 				if
 				:: on == e_on && fh == e_fh && fg == e_fg &&
-				   fwait == e_wait -> fwait = true; ok = true
+				   fwait == e_wait -> fwait = true; ok = true;
+					mark(me)
 				:: else -> ok = false
 				fi
 			}
@@ -202,8 +252,8 @@ acquire:
 
 await:	/* wlk__fast_await(): handed the name, inflated, or out of spin */
 	if
-	:: (on && fh == me && fg == gen[me]) -> fast = true;
-		goto critical
+	:: (on && fh == me && fg == gen[me]) ->
+		atomic { fast = true; freeze_pass() }; goto critical
 	:: !on -> goto settle
 	:: true -> goto settle
 	fi;
@@ -230,7 +280,7 @@ wait:
 	fast = st[me] == FAST;
 
 critical:
-	incs++;
+	atomic { returning(); incs++ };
 	assert(incs == 1);
 	incs--;
 
@@ -240,14 +290,14 @@ critical:
 		atomic {
 			if
 			:: on && fh == me && fg == gen[me] && !fwait ->
-				fh = 0; ok = true; w = 0
+				fh = 0; ok = true; w = 0; mark(me)
 			:: on && fh == me && fg == gen[me] && fwait ->
 				ok = false; w = 1
 			:: else -> ok = false; w = 0
 			fi
 		}
 		if
-		:: ok -> st[me] = RES; goto acquire
+		:: ok -> atomic { st[me] = RES; freeze_pass() }; goto acquire
 		:: !ok && w == 1 ->
 			/* the handoff: read the claim, then one CAS */
 			atomic { w = cw; wg = cg }
@@ -255,7 +305,7 @@ critical:
 				if
 				:: w != 0 && on && fh == me && fg == gen[me] &&
 				   fwait -> fh = w; fg = wg; fwait = false;
-					ok = true
+					ok = true; mark(me); mark(w)
 				:: else -> ok = false
 				fi
 			}
@@ -267,7 +317,8 @@ critical:
 					:: else -> skip
 					fi
 				}
-				st[me] = RES; goto acquire
+				atomic { st[me] = RES; freeze_pass() };
+				goto acquire
 			:: else -> skip
 			fi
 		:: else -> skip
@@ -285,12 +336,48 @@ critical:
 	goto acquire
 }
 
+/* query.c snapshot_copy(): the copy, with the fast path frozen; QN
+ * times, at any moments. */
+proctype Q()
+{
+	bool s_on, s_wait, adopted;
+	byte s_fh, s_fg, i, nq;
+
+	do
+	:: nq == QN -> break
+	:: nq < QN ->
+		nq++;
+		lock();
+		atomic { frz = true; copying = true };
+		/* copy_state(): a name with a fast holder is inflated */
+		if
+		:: fh != 0 -> inflate()
+		:: else -> skip
+		fi;
+		atomic {
+			copying = false; frz = false;
+			i = 1;
+			do
+			:: i <= NP -> dirty[i] = false; i++
+			:: else -> break
+			od;
+			i = 0; s_on = false; s_wait = false; adopted = false;
+			s_fh = 0; s_fg = 0
+		};
+		unlock()
+	od
+}
+
 init {
 	atomic {
 		byte i = 1;
 		do
 		:: i <= NP -> run P(i); i++
 		:: else -> break
-		od
+		od;
+		if
+		:: QN > 0 -> run Q()
+		:: else -> skip
+		fi
 	}
 }

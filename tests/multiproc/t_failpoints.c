@@ -219,6 +219,7 @@ static int child_script(void *arg)
 	T_CHILD_CHECK(wlk_signal_new(&sig) == 0, 21);
 	o = (struct wlk_options){ .signal = sig };
 	T_CHILD_CHECK(side_start(&t, m2, "x", &o, false) == 0, 22);
+	/* (A query, with the fast path frozen: query_frozen.) */
 	T_CHILD_CHECK(t_wait_pending(m1, "x", 1, 2), 23);
 	wlk_signal_abort(sig, 0);
 	pthread_join(t.th, NULL);
@@ -374,6 +375,7 @@ static char expected_stage(const char *point)
 		{ "recover_mid", 'k' },
 		{ "fast_enlist_mid", 'r' },
 		{ "fast_handoff_mid", 'r' },
+		{ "query_frozen", 'x' },
 	};
 	size_t i;
 

@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* t_query.c - wlk_query() snapshots: held and pending entries, fields. */
+/*
+ * t_query.c - wlk_query() snapshots: held and pending entries, fields; a
+ * freeze word left set and damaged usage counters (it includes
+ * lib/layout.h to write them).
+ */
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "../common.h"
+#include "weblocks/inspect.h"
+#include "layout.h"
 
 static const struct wlk_options sh = { .mode = WLK_SHARED };
 
@@ -216,5 +224,97 @@ Test(query, generated_client_id_shows_in_entries, T_FIX, .timeout = 10)
 
 	T_ASSERT_RC(wlk_acquire(m, "r", 1, NULL, &l), 0);
 	cr_assert_eq(t_held_by(m, "r", 1, id(m)), 1);
+	T_ASSERT_RC(wlk_release(l), 0);
+}
+
+/* Map the header of t_origin's default bucket, as a co-tenant could. */
+static struct wlk_seg_header *header_map(void)
+{
+	struct wlk_inspect_snapshot *s = NULL;
+	struct wlk_inspect *in = NULL;
+	struct wlk_seg_header *h;
+	int fd;
+
+	T_ASSERT_RC(wlk_inspect_open(t_origin, NULL, 0, &in), 0);
+	T_ASSERT_RC(wlk_inspect_snapshot(in, &s), 0);
+	fd = open(s->header.path, O_RDWR | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	h = mmap(NULL, WLK_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 fd, 0);
+	cr_assert_neq(h, MAP_FAILED);
+	close(fd);
+	wlk_inspect_snapshot_free(s);
+	wlk_inspect_close(in);
+	return h;
+}
+
+/*
+ * A query that died copying leaves the freeze word set (layout.h, QUERY):
+ * fast operations then pass through the mutex, and the first one to hold
+ * it finds no copy running and clears the word.
+ */
+Test(query, freeze_word_left_by_a_dead_query_is_cleared, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *m = t_open();
+	struct wlk_seg_header *h;
+	struct wlk_lock *l = NULL;
+
+	T_ASSERT_RC(wlk_acquire(m, "a", 1, NULL, &l), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
+	h = header_map();
+	__atomic_store_n(&h->freeze, 1, __ATOMIC_SEQ_CST);
+	T_ASSERT_RC(wlk_acquire(m, "a", 1, NULL, &l), 0);
+	cr_assert_eq(__atomic_load_n(&h->freeze, __ATOMIC_SEQ_CST), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
+	cr_assert_eq(t_held_n(m, NULL, 0), 0);
+	munmap(h, WLK_HEADER_SIZE);
+}
+
+/* The query fails with WLK_ECORRUPT, having had the counters rebuilt;
+ * the next one shows "a". */
+static void damaged_then_repaired(struct wlk_manager *m,
+				  const struct wlk_seg_header *h,
+				  const char *what)
+{
+	struct wlk_snapshot *s = NULL;
+	int rc = wlk_query(m, &s);
+
+	cr_assert_eq(rc, WLK_ECORRUPT, "%s: got %s, not corruption", what,
+		     t_ename(rc));
+	cr_assert_eq(h->n_names, 1, "%s: n_names not rebuilt", what);
+	cr_assert_eq(h->name_bytes, 1, "%s: name_bytes not rebuilt", what);
+	cr_assert_lt(h->n_requests, 16, "%s: n_requests not rebuilt", what);
+	cr_assert_eq(h->n_clients, 1, "%s: n_clients not rebuilt", what);
+	T_ASSERT_RC(wlk_query(m, &s), 0);
+	cr_assert_eq(wlk_snapshot_held_count(s), 1, "%s", what);
+	cr_assert_str_eq(wlk_snapshot_held(s, 0)->name, "a");
+	wlk_snapshot_free(s);
+	t_assert_valid(m, what);
+}
+
+/*
+ * The usage counters are derived state that query sizes its buffers by;
+ * counts the geometry cannot reach are damage: WLK_ECORRUPT, and the call
+ * has them rebuilt (not -ENOMEM on every call for ever).
+ */
+Test(query, damaged_usage_counters_are_corruption_then_repaired, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *m = t_open();
+	struct wlk_seg_header *h;
+	struct wlk_lock *l = NULL;
+
+	T_ASSERT_RC(wlk_acquire(m, "a", 1, NULL, &l), 0);
+	h = header_map();
+	__atomic_store_n(&h->name_bytes, 1ull << 63, __ATOMIC_SEQ_CST);
+	damaged_then_repaired(m, h, "name_bytes = 2^63");
+	__atomic_store_n(&h->n_requests, UINT32_MAX - 7, __ATOMIC_SEQ_CST);
+	damaged_then_repaired(m, h, "n_requests near 2^32");
+	__atomic_store_n(&h->n_names, UINT32_MAX, __ATOMIC_SEQ_CST);
+	damaged_then_repaired(m, h, "n_names = 2^32 - 1");
+	__atomic_store_n(&h->n_clients, 1u << 31, __ATOMIC_SEQ_CST);
+	damaged_then_repaired(m, h, "n_clients = 2^31");
+	munmap(h, WLK_HEADER_SIZE);
 	T_ASSERT_RC(wlk_release(l), 0);
 }
