@@ -285,6 +285,9 @@ int wlk__rebuild(struct wlk__bucket *b)
 	rebuild_fast(b);
 	rebuild_requests(b);
 	rebuild_name_lists(b);
+	/* No query copies while we hold the mutex: one that died copying
+	 * left it set (layout.h, QUERY). */
+	uatomic_set(&h->freeze, 0);
 	return 0;
 }
 
