@@ -3,7 +3,7 @@
  * load.c - many threads of many processes use every request option at once.
  *
  * usage: load [-p PROCS] [-T THREADS] [-n NAMES] [-t SECONDS] [-k KILL_MS]
- *             [-s SEED]
+ *             [-a] [-s SEED]
  *
  * PROCS processes of THREADS threads each loop over NAMES names. Each
  * request is one of: shared (40%), if_available (10%), steal (3%), with a
@@ -20,6 +20,10 @@
  * a release or a request whose lock was stolen. Anything else is counted
  * by code (WLK_ESTATE separately) and fails the run.
  *
+ * With -a, each process also runs an event loop (weblocks/async.h) that
+ * keeps ASYNC_OUTSTANDING asynchronous requests going, with the same mix
+ * of options, cancelling some (wlk_async_cancel()) at random.
+ *
  * With -k, the parent SIGKILLs a random process every 0..2*KILL_MS ms and
  * starts a new one. At the end every thread must finish within a grace
  * period (one that does not is stuck), and the segment must validate with
@@ -27,6 +31,7 @@
  * last line is the report.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -40,6 +45,7 @@
 #include <unistd.h>
 
 #include <weblocks.h>
+#include <weblocks/async.h>
 
 #define MAX_PROCS 128
 #define MAX_THREADS 8
@@ -53,6 +59,8 @@
 #define CS_SPINS 4000 /* at most this many loop turns held */
 #define STOP_GRACE_S 30
 #define STALL_S 10 /* no grant at all for this long: stuck */
+#define ASYNC_OUTSTANDING 8
+#define POLL_MS 100
 
 enum { EXCL = 1, SHARED = 2 };
 
@@ -68,7 +76,7 @@ struct holder {
 };
 
 struct proc {
-	struct holder h[MAX_THREADS];
+	struct holder h[MAX_THREADS + 1]; /* the last: the event loop */
 	atomic_int dying; /* about to be killed: others ignore it */
 };
 
@@ -92,6 +100,7 @@ struct arena {
 
 static struct arena *ar;
 static int procs = 64, threads = 4, names = 8;
+static bool use_async;
 static char origin[64];
 
 /* Per process. */
@@ -149,7 +158,7 @@ static void check(int self, int name, int mode, uint64_t token)
 	for (int p = 0; p < procs; p++) {
 		if (atomic_load(&ar->proc[p].dying))
 			continue;
-		for (int t = 0; t < threads; t++) {
+		for (int t = 0; t <= threads; t++) {
 			struct holder *o = &ar->proc[p].h[t];
 			uint64_t h1 = atomic_load(&o->held), tok, h2;
 
@@ -248,6 +257,100 @@ static void one(struct job *j, const char *name, struct wlk_options *o,
 		unexpected(handle ? "acquire/release" : "request", rc);
 }
 
+/* The event loop's requests: the same mix, through wlk_request_async(). */
+struct areq {
+	struct job j;
+	struct wlk_async *req; /* NULL when the slot is free */
+	struct wlk_options o;
+	bool cancelled;
+};
+
+static int outstanding;
+
+static void granted(struct wlk_async *req, int status, struct wlk_lock *lock,
+		    void *arg)
+{
+	struct areq *a = arg;
+	int rc;
+
+	(void)req;
+	a->req = NULL;
+	outstanding--;
+	if (status == 0 && lock) {
+		critical(&a->j, lock);
+		rc = wlk_release(lock);
+		if (rc == WLK_ESTOLEN)
+			count(C_STOLEN);
+		else if (rc)
+			unexpected("async release", rc);
+	} else if (status == 0) {
+		count(C_MISSES);
+	} else if (status == WLK_ETIMEDOUT && a->o.timeout_ns) {
+		count(C_TIMEOUTS);
+	} else if (status == WLK_EABORTED && a->cancelled) {
+		count(C_ABORTS);
+	} else {
+		unexpected("async request", status);
+	}
+}
+
+static void async_start(struct areq *a, unsigned int *seed)
+{
+	char name[2] = {(char)('a' + rand_r(seed) % names), 0};
+	int dice = (int)(rand_r(seed) % 100), rc;
+
+	memset(&a->o, 0, sizeof(a->o));
+	a->j.steal = a->cancelled = false;
+	if (dice < 40)
+		a->o.mode = WLK_SHARED;
+	else if (dice < 50)
+		a->o.if_available = true;
+	else if (dice < 53)
+		a->o.steal = a->j.steal = true;
+	else if (dice < 65)
+		a->o.timeout_ns = TIMEOUT_NS;
+	rc = wlk_request_async(mgr, name, 1, &a->o, granted, a, &a->req);
+	if (rc) {
+		a->req = NULL;
+		unexpected("wlk_request_async", rc);
+		return;
+	}
+	outstanding++;
+}
+
+static void *event_loop(void *arg)
+{
+	struct areq a[ASYNC_OUTSTANDING] = {0};
+	unsigned int seed = (unsigned int)getpid() * 7u;
+	struct pollfd pfd = {.fd = wlk_manager_fd(mgr), .events = POLLIN};
+	int rc;
+
+	(void)arg;
+	if (pfd.fd < 0) {
+		unexpected("wlk_manager_fd", pfd.fd);
+		return NULL;
+	}
+	for (int i = 0; i < ASYNC_OUTSTANDING; i++)
+		a[i].j.self = threads;
+	while (!atomic_load(&ar->stop) || outstanding) {
+		for (int i = 0; i < ASYNC_OUTSTANDING; i++) {
+			if (!a[i].req && !atomic_load(&ar->stop))
+				async_start(&a[i], &seed);
+			else if (a[i].req && !a[i].cancelled &&
+				 rand_r(&seed) % 64 == 0 &&
+				 wlk_async_cancel(a[i].req) == 0)
+				a[i].cancelled = true;
+		}
+		poll(&pfd, 1, POLL_MS);
+		rc = wlk_manager_dispatch(mgr);
+		if (rc < 0) {
+			unexpected("wlk_manager_dispatch", rc);
+			break;
+		}
+	}
+	return NULL;
+}
+
 static void *worker(void *arg)
 {
 	struct job j = {.self = (int)(intptr_t)arg};
@@ -306,7 +409,7 @@ static void *aborter(void *arg)
 
 static void process_main(int index)
 {
-	pthread_t tid[MAX_THREADS], ab;
+	pthread_t tid[MAX_THREADS], ab, loop;
 	int rc;
 
 	me = index;
@@ -322,9 +425,13 @@ static void process_main(int index)
 	for (int t = 0; t < threads; t++)
 		if (pthread_create(&tid[t], NULL, worker, (void *)(intptr_t)t))
 			_exit(11);
+	if (use_async && pthread_create(&loop, NULL, event_loop, NULL))
+		_exit(11);
 	for (int t = 0; t < threads; t++)
 		pthread_join(tid[t], NULL);
 	pthread_join(ab, NULL);
+	if (use_async)
+		pthread_join(loop, NULL);
 	wlk_manager_close(mgr);
 	_exit(0);
 }
@@ -333,7 +440,7 @@ static pid_t spawn(int i)
 {
 	pid_t pid;
 
-	for (int t = 0; t < MAX_THREADS; t++)
+	for (int t = 0; t <= MAX_THREADS; t++)
 		atomic_store(&ar->proc[i].h[t].held, 0);
 	atomic_store(&ar->proc[i].dying, 0);
 	pid = fork();
@@ -444,17 +551,18 @@ int main(int argc, char **argv)
 	uint64_t start;
 	int opt, stuck, invalid, bad;
 
-	while ((opt = getopt(argc, argv, "p:T:n:t:k:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:T:n:t:k:as:")) != -1) {
 		switch (opt) {
 		case 'p': procs = atoi(optarg); break;
 		case 'T': threads = atoi(optarg); break;
 		case 'n': names = atoi(optarg); break;
 		case 't': seconds = atof(optarg); break;
 		case 'k': kill_ms = atol(optarg); break;
+		case 'a': use_async = true; break;
 		case 's': seed = (unsigned int)strtoul(optarg, NULL, 0); break;
 		default:
 			fprintf(stderr, "usage: load [-p PROCS] [-T THREADS] "
-				"[-n NAMES] [-t SECONDS] [-k KILL_MS] "
+				"[-n NAMES] [-t SECONDS] [-k KILL_MS] [-a] "
 				"[-s SEED]\n");
 			return 2;
 		}
@@ -469,7 +577,8 @@ int main(int argc, char **argv)
 		return 1;
 	snprintf(origin, sizeof(origin), "https://load-%d.test", (int)getpid());
 	printf("load: procs=%d threads=%d names=%d seconds=%.0f kill_ms=%ld "
-	       "seed=%u\n", procs, threads, names, seconds, kill_ms, seed);
+	       "async=%s seed=%u\n", procs, threads, names, seconds, kill_ms,
+	       use_async ? "yes" : "no", seed);
 	start = now_ns();
 	for (int i = 0; i < procs; i++)
 		pid[i] = spawn(i);
