@@ -77,9 +77,10 @@ collect() {	# LABEL DIR
 			# A script test, or a Criterion program that died
 			# before its summary: count the program as one test.
 			summary+=("$label: $name: $result")
-			# The torture test's report line says what it did.
-			line=$(grep -a -h '^torture: .*kills=' "$log" \
-				2>/dev/null | tail -n 1 || true)
+			# The torture and load tests' report lines say
+			# what they did.
+			line=$(grep -a -h -E '^(torture|load): .*kills=' \
+				"$log" 2>/dev/null | tail -n 1 || true)
 			[[ -n $line ]] && summary+=("$label: $line")
 			case $result in
 			PASS | XFAIL)
