@@ -232,7 +232,10 @@ struct wlk_seg_header {
 	uint32_t seg_state;      /* [A] enum wlk_seg_state */
 	uint32_t needs_repair;   /* [A] an operation found a bad index */
 	uint64_t recovery_epoch; /* [M] repairs so far */
-	uint64_t next_token;     /* [M] tokens: high-water of evicted names */
+	uint64_t next_token;     /* [M] where a new name entry's tokens start:
+				  * the creation time or a carried mark
+				  * (token.c), then the high-water of
+				  * evicted names */
 	uint64_t reaped_agents;  /* [A] dead agents reaped so far */
 	uint8_t state_pad[32];
 
