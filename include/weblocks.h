@@ -157,10 +157,19 @@ extern "C" {
 #define WLK_WARN_UNUSED
 #endif
 
-/* Library version: major changes break the API or ABI. */
+/*
+ * The version of this header: major changes break the API or ABI (before
+ * 1.0, minor ones may). configure.ac defines it (m4_define wlk_version_*);
+ * the library refuses to build, and make check fails, if these differ.
+ * WLK_VERSION packs it as wlk_version() does; compare the two to tell the
+ * header a program was built with from the library it runs with.
+ */
 #define WLK_VERSION_MAJOR 0
-#define WLK_VERSION_MINOR 1
+#define WLK_VERSION_MINOR 2
 #define WLK_VERSION_PATCH 0
+#define WLK_VERSION                                                            \
+	((WLK_VERSION_MAJOR << 16) | (WLK_VERSION_MINOR << 8) |                \
+	 WLK_VERSION_PATCH)
 
 /*
  * WLK_ERRNO_MAP(XX) - the error table: XX(name, value, error name, message),
@@ -782,6 +791,30 @@ typedef void (*wlk_violation_cb)(const char *what, void *arg);
  */
 WLK_EXPORT int wlk_manager_validate(struct wlk_manager *m, wlk_violation_cb cb,
 				    void *arg);
+
+/**
+ * wlk_version() - The library's version, as a number.
+ *
+ * The version of the library the program runs with, which may be newer
+ * than the header it was built with (%WLK_VERSION).
+ *
+ * Context: thread-safe; async-signal-safe; never fails.
+ *
+ * Return: WLK_VERSION_MAJOR << 16 | WLK_VERSION_MINOR << 8 |
+ * WLK_VERSION_PATCH of the library's own build: 0x000200 for 0.2.0.
+ */
+WLK_EXPORT unsigned int wlk_version(void);
+
+/**
+ * wlk_version_string() - The library's version, as text.
+ *
+ * Context: thread-safe; async-signal-safe; never fails.
+ *
+ * Return: a static string, "MAJOR.MINOR.PATCH" (such as "0.2.0"), the
+ * package version the library was configured with; the same version as
+ * wlk_version().
+ */
+WLK_EXPORT const char *wlk_version_string(void);
 
 /**
  * wlk_strerror() - Describe an error code.
