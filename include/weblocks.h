@@ -108,6 +108,40 @@
  *    recovers at most 2048 robust mutexes of a dying thread). The library
  *    is never unloaded (it is linked -z nodelete: the anchor runs its code).
  *
+ * GROWING STRUCTS (the ABI)
+ *
+ * The option structs, struct wlk_options and struct wlk_manager_options,
+ * are allocated by the caller and can grow in later versions without
+ * breaking binaries built against this header. Each starts with
+ * `size_t size`, the size of the struct as the caller's header knew it.
+ * Set it with the initializer macro, then set the fields you use:
+ *
+ *     struct wlk_options o = WLK_OPTIONS_INIT;
+ *     o.mode = WLK_SHARED;
+ *
+ * or, equally, with designated initializers:
+ *
+ *     struct wlk_options o = { .size = sizeof o, .mode = WLK_SHARED };
+ *
+ * The library reads min(size, the size it knows) bytes and treats the rest
+ * as zero (a zero field always means its default), so:
+ *
+ *  - size 0 stands for the first layout, the fields of WLK_VERSION 0.2.0
+ *    (soname libweblocks.so.1): all-zero options, `{ 0 }` or `{ .mode =
+ *    WLK_SHARED }` without a size, work and always will; but a field added
+ *    later is ignored unless size covers it, so set size (use the macro);
+ *  - a size below that first layout, but not 0, is %WLK_EINVAL;
+ *  - a size larger than this library knows (the caller was built against
+ *    a newer header) is accepted only if every byte beyond what it knows is
+ *    zero, that is if the caller uses none of the newer fields; otherwise
+ *    %WLK_EINVAL, not a silent default. So is a size above 4096 bytes.
+ *
+ * Fields are only ever added at the end; none is removed or reordered
+ * without a new soname. The structs the library fills in for the caller
+ * (weblocks/inspect.h) have no size: they change only with a new soname.
+ * wlk_version() tells the library's version at run time, WLK_VERSION_*
+ * the header's.
+ *
  * CAVEATS
  *
  *  - Only processes of the same effective user share a bucket; the segment is
@@ -241,6 +275,13 @@ enum wlk_mode {
 #define WLK_LIMIT_MAX_REQUESTS (1u << 22)
 #define WLK_LIMIT_MAX_NAME_LEN 65536
 
+/*
+ * Initializers of the option structs: the defaults, with size set (see
+ * GROWING STRUCTS above).
+ */
+#define WLK_OPTIONS_INIT { .size = sizeof(struct wlk_options) }
+#define WLK_MANAGER_OPTIONS_INIT { .size = sizeof(struct wlk_manager_options) }
+
 struct wlk_manager; /* navigator.locks of one context: a bucket + a clientId */
 struct wlk_lock;    /* a granted lock */
 struct wlk_signal;  /* AbortController + AbortSignal */
@@ -248,6 +289,9 @@ struct wlk_snapshot; /* result of wlk_query() */
 
 /**
  * struct wlk_manager_options - where a manager lives and who it is.
+ * @size:         sizeof(struct wlk_manager_options), as the caller's header
+ *                has it (%WLK_MANAGER_OPTIONS_INIT sets it), or 0 for the
+ *                first layout; see GROWING STRUCTS.
  * @bucket:       storage bucket name; NULL means "default". At most
  *                WLK_BUCKET_MAX bytes.
  * @partition:    storage partition, a separate user agent (profile, private
@@ -267,11 +311,12 @@ struct wlk_snapshot; /* result of wlk_query() */
  *                0 = WLK_DEFAULT_MAX_REQUESTS.
  * @max_name_len: longest lock name in bytes; 0 = WLK_DEFAULT_MAX_NAME_LEN.
  *
- * All-zero (or a NULL pointer) gives the defaults. The three capacities are
- * used only by the process that creates the segment; later openers get the
- * existing geometry.
+ * %WLK_MANAGER_OPTIONS_INIT (or all-zero, or a NULL pointer) gives the
+ * defaults. The three capacities are used only by the process that creates
+ * the segment; later openers get the existing geometry.
  */
 struct wlk_manager_options {
+	size_t size;
 	const char *bucket;
 	const char *partition;
 	const char *client_id;
@@ -308,8 +353,8 @@ struct wlk_manager_options {
  *
  * Return: 0 on success, or
  * * %WLK_EINVAL - @origin or @out is NULL, @origin is empty, an option is out
- *   of range, or @origin, bucket, partition or client_id contains an ASCII
- *   control character.
+ *   of range, @o->size is not valid (GROWING STRUCTS above), or @origin,
+ *   bucket, partition or client_id contains an ASCII control character.
  * * %WLK_ESECURITY - @origin is "null", or the segment is owned by another
  *   user or has looser permissions than asked for, or its name in /dev/shm
  *   is taken by something other than a regular file (a directory, a
@@ -394,6 +439,9 @@ WLK_EXPORT int wlk_bucket_remove(const char *origin,
 
 /**
  * struct wlk_options - LockOptions.
+ * @size:         sizeof(struct wlk_options), as the caller's header has it
+ *                (%WLK_OPTIONS_INIT sets it), or 0 for the first layout;
+ *                see GROWING STRUCTS.
  * @mode:         %WLK_EXCLUSIVE (default) or %WLK_SHARED.
  * @if_available: grant only if the lock can be granted at once; otherwise
  *                the callback gets NULL (wlk_acquire(): *out = NULL). Such a
@@ -410,9 +458,10 @@ WLK_EXPORT int wlk_bucket_remove(const char *origin,
  *                584 years). It limits the wait for the grant only: a
  *                deadline that passes after the grant is ignored.
  *
- * All-zero (or a NULL pointer) gives the defaults.
+ * %WLK_OPTIONS_INIT (or all-zero, or a NULL pointer) gives the defaults.
  */
 struct wlk_options {
+	size_t size;
 	enum wlk_mode mode;
 	bool if_available;
 	bool steal;
@@ -476,7 +525,8 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  * @cb ran (the lock was released under it). Otherwise a negative code, and
  * @cb did not run. The two share one int: a negative value returned by @cb
  * reads as the code it equals (see &typedef wlk_callback). The codes:
- * * %WLK_EINVAL - @m, @name or @cb is NULL, or @o->mode is not a mode.
+ * * %WLK_EINVAL - @m, @name or @cb is NULL, @o->mode is not a mode, or
+ *   @o->size is not valid (GROWING STRUCTS above).
  * * %WLK_ESTATE - @m was closed by another thread during the call, or was
  *   inherited through fork(). (Calling with @m already closed is
  *   undefined: see wlk_manager_close().)
