@@ -104,9 +104,31 @@
  *  - Not supported: processes in another PID namespace (refused at open
  *    with WLK_ESECURITY: robust mutex owners are namespace-local thread
  *    ids), other users (WLK_ESECURITY), checkpoint/restore (CRIU), and more
- *    than 1024 buckets open at once in one process (WLK_EFULL; the kernel
- *    recovers at most 2048 robust mutexes of a dying thread). The library
- *    is never unloaded (it is linked -z nodelete: the anchor runs its code).
+ *    than WLK_LIMIT_BUCKETS buckets open at once in one process (WLK_EFULL;
+ *    see LIMITS). The library is never unloaded (it is linked -z nodelete:
+ *    the anchor runs its code).
+ *
+ * LIMITS (each refusal is %WLK_EFULL, and changes nothing)
+ *
+ *  - Per bucket, fixed: at most %WLK_LIMIT_AGENTS processes attached at
+ *    once (a process is one agent however many managers it has open in
+ *    the bucket; a dead process's slot is reused by the next opener) and
+ *    at most %WLK_LIMIT_CLIENTS managers open at once, across all its
+ *    processes. wlk_manager_open() beyond either fails.
+ *  - Per bucket, chosen by its creator (struct wlk_manager_options): at
+ *    most max_names names in use, that is with a lock held or requested
+ *    (names nobody uses are forgotten, least recently used first, to make
+ *    room), and at most max_requests requests held or pending at once
+ *    (each manager also keeps a few request slots in reserve for the
+ *    uncontended path; they are taken back when the table runs out).
+ *    wlk_request(), wlk_acquire() and wlk_request_async() beyond either
+ *    fail.
+ *  - Per process: at most %WLK_LIMIT_BUCKETS buckets open at once (the
+ *    kernel recovers at most 2048 robust mutexes of a dying thread, and
+ *    the anchor holds one per bucket). wlk_manager_open() of one more
+ *    bucket fails; more managers of a bucket already open do not count.
+ *  - wlk_inspect_snapshot() (weblocks/inspect.h) shows a bucket's
+ *    capacities and use: max_agents, max_clients, agents, clients, ...
  *
  * GROWING STRUCTS (the ABI)
  *
@@ -275,6 +297,11 @@ enum wlk_mode {
 #define WLK_LIMIT_MAX_REQUESTS (1u << 22)
 #define WLK_LIMIT_MAX_NAME_LEN 65536
 
+/* Fixed limits (see LIMITS above); exceeding one is %WLK_EFULL. */
+#define WLK_LIMIT_AGENTS 256   /* processes attached to one bucket */
+#define WLK_LIMIT_CLIENTS 1024 /* managers open in one bucket */
+#define WLK_LIMIT_BUCKETS 1024 /* buckets one process has open */
+
 /*
  * Initializers of the option structs: the defaults, with size set (see
  * GROWING STRUCTS above).
@@ -360,8 +387,9 @@ struct wlk_manager_options {
  *   is taken by something other than a regular file (a directory, a
  *   symbolic link, a FIFO).
  * * %WLK_ENAMETOOLONG - @origin, bucket, partition or client_id too long.
- * * %WLK_EFULL - the segment's client or agent table is full, or this
- *   process has 1024 buckets open.
+ * * %WLK_EFULL - the bucket has %WLK_LIMIT_CLIENTS managers open, or
+ *   %WLK_LIMIT_AGENTS other processes attached, or this process has
+ *   %WLK_LIMIT_BUCKETS other buckets open (LIMITS above).
  * * %WLK_EFORMAT - the segment was made by an incompatible build (pointer
  *   size, mutex layout) of the library.
  * * %WLK_ECORRUPT - the segment failed validation.
@@ -537,7 +565,8 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  *   before @cb started.
  * * %WLK_ENAMETOOLONG - @name is longer than the bucket's max_name_len.
  * * %WLK_ETIMEDOUT - @o->timeout_ns passed before the grant.
- * * %WLK_EFULL - the name or request table is full; nothing changed.
+ * * %WLK_EFULL - the name or request table is full (LIMITS above);
+ *   nothing changed.
  * * %WLK_ECORRUPT - the segment failed validation or repair, or the
  *   request's slot was found damaged (then it is freed) or dropped by a
  *   repair; nothing is left queued or held.

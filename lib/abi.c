@@ -32,6 +32,11 @@ _Static_assert(offsetof(struct wlk_options, size) == 0 &&
 		       offsetof(struct wlk_manager_options, size) == 0,
 	       "the size member must come first");
 
+/* The public names of fixed limits are the segment format's numbers. */
+_Static_assert(WLK_LIMIT_AGENTS == WLK_MAX_AGENTS &&
+		       WLK_LIMIT_CLIENTS == WLK_MAX_CLIENTS,
+	       "weblocks.h's WLK_LIMIT_* differ from layout.h");
+
 /* One version, configure.ac's; the header restates it. */
 _Static_assert(WLK_VERSION_MAJOR == WLK_CONFIG_VERSION_MAJOR &&
 		       WLK_VERSION_MINOR == WLK_CONFIG_VERSION_MINOR &&
