@@ -104,12 +104,13 @@ static void work_done(struct job *j)
 int main(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
-	struct wlk_options o = { .timeout_ns = 2000000000ull };
+	struct wlk_options o = WLK_OPTIONS_INIT; /* sets o.size */
 	struct wlk_manager *m;
 	char origin[64], c;
 	int pfd[2], st, i, n;
 	pid_t pid;
 
+	o.timeout_ns = 2000000000ull;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	snprintf(origin, sizeof(origin), "https://epoll-%ld.example",
 		 (long)getpid());

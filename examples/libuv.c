@@ -123,11 +123,12 @@ static void close_any(uv_handle_t *h, void *arg)
 
 int main(void)
 {
-	struct wlk_options o = { .timeout_ns = 2000000000ull };
+	struct wlk_options o = WLK_OPTIONS_INIT; /* sets o.size */
 	char origin[64], c;
 	int pfd[2], st, i;
 	pid_t pid;
 
+	o.timeout_ns = 2000000000ull;
 	t0 = uv_hrtime() / 1000000;
 	snprintf(origin, sizeof(origin), "https://libuv-%ld.example",
 		 (long)getpid());

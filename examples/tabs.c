@@ -450,7 +450,9 @@ static int be_primary(struct wlk_lock *lock, void *arg)
 static bool tab_request(struct tab *t, const char *name, enum wlk_mode mode,
 			wlk_callback cb)
 {
-	struct wlk_options o = { .mode = mode, .signal = t->sig };
+	/* The size first: the struct may grow (weblocks.h). */
+	struct wlk_options o = { .size = sizeof o, .mode = mode,
+				 .signal = t->sig };
 	uint64_t now = now_ns();
 	int err;
 
@@ -496,7 +498,8 @@ static int tab_main(int id, const char *origin)
 {
 	struct tab t = { .id = id };
 	char client_id[32];
-	struct wlk_manager_options mo = { .client_id = client_id };
+	struct wlk_manager_options mo = { .size = sizeof mo,
+					  .client_id = client_id };
 	pthread_t doc;
 	sigset_t stops;
 	int err;
@@ -676,7 +679,8 @@ int main(int argc, char **argv)
 	char origin_buf[64];
 	const char *origin = NULL;
 	const char *tmpdir = getenv("TMPDIR");
-	struct wlk_manager_options watcher = { .client_id = "watcher" };
+	struct wlk_manager_options watcher = { .size = sizeof watcher,
+					       .client_id = "watcher" };
 	struct wlk_manager *m;
 	struct sigaction sa;
 	pid_t pids[MAX_TABS];

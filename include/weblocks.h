@@ -104,9 +104,65 @@
  *  - Not supported: processes in another PID namespace (refused at open
  *    with WLK_ESECURITY: robust mutex owners are namespace-local thread
  *    ids), other users (WLK_ESECURITY), checkpoint/restore (CRIU), and more
- *    than 1024 buckets open at once in one process (WLK_EFULL; the kernel
- *    recovers at most 2048 robust mutexes of a dying thread). The library
- *    is never unloaded (it is linked -z nodelete: the anchor runs its code).
+ *    than WLK_LIMIT_BUCKETS buckets open at once in one process (WLK_EFULL;
+ *    see LIMITS). The library is never unloaded (it is linked -z nodelete:
+ *    the anchor runs its code).
+ *
+ * LIMITS (each refusal is %WLK_EFULL, and changes nothing)
+ *
+ *  - Per bucket, fixed: at most %WLK_LIMIT_AGENTS processes attached at
+ *    once (a process is one agent however many managers it has open in
+ *    the bucket; a dead process's slot is reused by the next opener) and
+ *    at most %WLK_LIMIT_CLIENTS managers open at once, across all its
+ *    processes. wlk_manager_open() beyond either fails.
+ *  - Per bucket, chosen by its creator (struct wlk_manager_options): at
+ *    most max_names names in use, that is with a lock held or requested
+ *    (names nobody uses are forgotten, least recently used first, to make
+ *    room), and at most max_requests requests held or pending at once
+ *    (each manager also keeps a few request slots in reserve for the
+ *    uncontended path; they are taken back when the table runs out).
+ *    wlk_request(), wlk_acquire() and wlk_request_async() beyond either
+ *    fail.
+ *  - Per process: at most %WLK_LIMIT_BUCKETS buckets open at once (the
+ *    kernel recovers at most 2048 robust mutexes of a dying thread, and
+ *    the anchor holds one per bucket). wlk_manager_open() of one more
+ *    bucket fails; more managers of a bucket already open do not count.
+ *  - wlk_inspect_snapshot() (weblocks/inspect.h) shows a bucket's
+ *    capacities and use: max_agents, max_clients, agents, clients, ...
+ *
+ * GROWING STRUCTS (the ABI)
+ *
+ * The option structs, struct wlk_options and struct wlk_manager_options,
+ * are allocated by the caller and can grow in later versions without
+ * breaking binaries built against this header. Each starts with
+ * `size_t size`, the size of the struct as the caller's header knew it.
+ * Set it with the initializer macro, then set the fields you use:
+ *
+ *     struct wlk_options o = WLK_OPTIONS_INIT;
+ *     o.mode = WLK_SHARED;
+ *
+ * or, equally, with designated initializers:
+ *
+ *     struct wlk_options o = { .size = sizeof o, .mode = WLK_SHARED };
+ *
+ * The library reads min(size, the size it knows) bytes and treats the rest
+ * as zero (a zero field always means its default), so:
+ *
+ *  - size 0 stands for the first layout, the fields of WLK_VERSION 0.2.0
+ *    (soname libweblocks.so.1): all-zero options, `{ 0 }` or `{ .mode =
+ *    WLK_SHARED }` without a size, work and always will; but a field added
+ *    later is ignored unless size covers it, so set size (use the macro);
+ *  - a size below that first layout, but not 0, is %WLK_EINVAL;
+ *  - a size larger than this library knows (the caller was built against
+ *    a newer header) is accepted only if every byte beyond what it knows is
+ *    zero, that is if the caller uses none of the newer fields; otherwise
+ *    %WLK_EINVAL, not a silent default. So is a size above 4096 bytes.
+ *
+ * Fields are only ever added at the end; none is removed or reordered
+ * without a new soname. The structs the library fills in for the caller
+ * (weblocks/inspect.h) have no size: they change only with a new soname.
+ * wlk_version() tells the library's version at run time, WLK_VERSION_*
+ * the header's.
  *
  * CAVEATS
  *
@@ -157,10 +213,19 @@ extern "C" {
 #define WLK_WARN_UNUSED
 #endif
 
-/* Library version: major changes break the API or ABI. */
+/*
+ * The version of this header: major changes break the API or ABI (before
+ * 1.0, minor ones may). configure.ac defines it (m4_define wlk_version_*);
+ * the library refuses to build, and make check fails, if these differ.
+ * WLK_VERSION packs it as wlk_version() does; compare the two to tell the
+ * header a program was built with from the library it runs with.
+ */
 #define WLK_VERSION_MAJOR 0
-#define WLK_VERSION_MINOR 1
+#define WLK_VERSION_MINOR 2
 #define WLK_VERSION_PATCH 0
+#define WLK_VERSION                                                            \
+	((WLK_VERSION_MAJOR << 16) | (WLK_VERSION_MINOR << 8) |                \
+	 WLK_VERSION_PATCH)
 
 /*
  * WLK_ERRNO_MAP(XX) - the error table: XX(name, value, error name, message),
@@ -232,6 +297,18 @@ enum wlk_mode {
 #define WLK_LIMIT_MAX_REQUESTS (1u << 22)
 #define WLK_LIMIT_MAX_NAME_LEN 65536
 
+/* Fixed limits (see LIMITS above); exceeding one is %WLK_EFULL. */
+#define WLK_LIMIT_AGENTS 256   /* processes attached to one bucket */
+#define WLK_LIMIT_CLIENTS 1024 /* managers open in one bucket */
+#define WLK_LIMIT_BUCKETS 1024 /* buckets one process has open */
+
+/*
+ * Initializers of the option structs: the defaults, with size set (see
+ * GROWING STRUCTS above).
+ */
+#define WLK_OPTIONS_INIT { .size = sizeof(struct wlk_options) }
+#define WLK_MANAGER_OPTIONS_INIT { .size = sizeof(struct wlk_manager_options) }
+
 struct wlk_manager; /* navigator.locks of one context: a bucket + a clientId */
 struct wlk_lock;    /* a granted lock */
 struct wlk_signal;  /* AbortController + AbortSignal */
@@ -239,6 +316,9 @@ struct wlk_snapshot; /* result of wlk_query() */
 
 /**
  * struct wlk_manager_options - where a manager lives and who it is.
+ * @size:         sizeof(struct wlk_manager_options), as the caller's header
+ *                has it (%WLK_MANAGER_OPTIONS_INIT sets it), or 0 for the
+ *                first layout; see GROWING STRUCTS.
  * @bucket:       storage bucket name; NULL means "default". At most
  *                WLK_BUCKET_MAX bytes.
  * @partition:    storage partition, a separate user agent (profile, private
@@ -258,11 +338,12 @@ struct wlk_snapshot; /* result of wlk_query() */
  *                0 = WLK_DEFAULT_MAX_REQUESTS.
  * @max_name_len: longest lock name in bytes; 0 = WLK_DEFAULT_MAX_NAME_LEN.
  *
- * All-zero (or a NULL pointer) gives the defaults. The three capacities are
- * used only by the process that creates the segment; later openers get the
- * existing geometry.
+ * %WLK_MANAGER_OPTIONS_INIT (or all-zero, or a NULL pointer) gives the
+ * defaults. The three capacities are used only by the process that creates
+ * the segment; later openers get the existing geometry.
  */
 struct wlk_manager_options {
+	size_t size;
 	const char *bucket;
 	const char *partition;
 	const char *client_id;
@@ -299,15 +380,16 @@ struct wlk_manager_options {
  *
  * Return: 0 on success, or
  * * %WLK_EINVAL - @origin or @out is NULL, @origin is empty, an option is out
- *   of range, or @origin, bucket, partition or client_id contains an ASCII
- *   control character.
+ *   of range, @o->size is not valid (GROWING STRUCTS above), or @origin,
+ *   bucket, partition or client_id contains an ASCII control character.
  * * %WLK_ESECURITY - @origin is "null", or the segment is owned by another
  *   user or has looser permissions than asked for, or its name in /dev/shm
  *   is taken by something other than a regular file (a directory, a
  *   symbolic link, a FIFO).
  * * %WLK_ENAMETOOLONG - @origin, bucket, partition or client_id too long.
- * * %WLK_EFULL - the segment's client or agent table is full, or this
- *   process has 1024 buckets open.
+ * * %WLK_EFULL - the bucket has %WLK_LIMIT_CLIENTS managers open, or
+ *   %WLK_LIMIT_AGENTS other processes attached, or this process has
+ *   %WLK_LIMIT_BUCKETS other buckets open (LIMITS above).
  * * %WLK_EFORMAT - the segment was made by an incompatible build (pointer
  *   size, mutex layout) of the library.
  * * %WLK_ECORRUPT - the segment failed validation.
@@ -385,6 +467,9 @@ WLK_EXPORT int wlk_bucket_remove(const char *origin,
 
 /**
  * struct wlk_options - LockOptions.
+ * @size:         sizeof(struct wlk_options), as the caller's header has it
+ *                (%WLK_OPTIONS_INIT sets it), or 0 for the first layout;
+ *                see GROWING STRUCTS.
  * @mode:         %WLK_EXCLUSIVE (default) or %WLK_SHARED.
  * @if_available: grant only if the lock can be granted at once; otherwise
  *                the callback gets NULL (wlk_acquire(): *out = NULL). Such a
@@ -401,9 +486,10 @@ WLK_EXPORT int wlk_bucket_remove(const char *origin,
  *                584 years). It limits the wait for the grant only: a
  *                deadline that passes after the grant is ignored.
  *
- * All-zero (or a NULL pointer) gives the defaults.
+ * %WLK_OPTIONS_INIT (or all-zero, or a NULL pointer) gives the defaults.
  */
 struct wlk_options {
+	size_t size;
 	enum wlk_mode mode;
 	bool if_available;
 	bool steal;
@@ -467,7 +553,8 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  * @cb ran (the lock was released under it). Otherwise a negative code, and
  * @cb did not run. The two share one int: a negative value returned by @cb
  * reads as the code it equals (see &typedef wlk_callback). The codes:
- * * %WLK_EINVAL - @m, @name or @cb is NULL, or @o->mode is not a mode.
+ * * %WLK_EINVAL - @m, @name or @cb is NULL, @o->mode is not a mode, or
+ *   @o->size is not valid (GROWING STRUCTS above).
  * * %WLK_ESTATE - @m was closed by another thread during the call, or was
  *   inherited through fork(). (Calling with @m already closed is
  *   undefined: see wlk_manager_close().)
@@ -478,7 +565,8 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  *   before @cb started.
  * * %WLK_ENAMETOOLONG - @name is longer than the bucket's max_name_len.
  * * %WLK_ETIMEDOUT - @o->timeout_ns passed before the grant.
- * * %WLK_EFULL - the name or request table is full; nothing changed.
+ * * %WLK_EFULL - the name or request table is full (LIMITS above);
+ *   nothing changed.
  * * %WLK_ECORRUPT - the segment failed validation or repair, or the
  *   request's slot was found damaged (then it is freed) or dropped by a
  *   repair; nothing is left queued or held.
@@ -782,6 +870,30 @@ typedef void (*wlk_violation_cb)(const char *what, void *arg);
  */
 WLK_EXPORT int wlk_manager_validate(struct wlk_manager *m, wlk_violation_cb cb,
 				    void *arg);
+
+/**
+ * wlk_version() - The library's version, as a number.
+ *
+ * The version of the library the program runs with, which may be newer
+ * than the header it was built with (%WLK_VERSION).
+ *
+ * Context: thread-safe; async-signal-safe; never fails.
+ *
+ * Return: WLK_VERSION_MAJOR << 16 | WLK_VERSION_MINOR << 8 |
+ * WLK_VERSION_PATCH of the library's own build: 0x000200 for 0.2.0.
+ */
+WLK_EXPORT unsigned int wlk_version(void);
+
+/**
+ * wlk_version_string() - The library's version, as text.
+ *
+ * Context: thread-safe; async-signal-safe; never fails.
+ *
+ * Return: a static string, "MAJOR.MINOR.PATCH" (such as "0.2.0"), the
+ * package version the library was configured with; the same version as
+ * wlk_version().
+ */
+WLK_EXPORT const char *wlk_version_string(void);
 
 /**
  * wlk_strerror() - Describe an error code.

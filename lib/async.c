@@ -204,16 +204,16 @@ WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
 				 wlk_granted_cb cb, void *arg,
 				 struct wlk_async **out)
 {
-	static const struct wlk_options defaults;
+	struct wlk_options copy;
 	struct wlk__actx *a;
 	struct wlk_async *r;
 	int rc;
 
-	if (!o)
-		o = &defaults;
 	if (!cb)
 		return WLK_EINVAL;
-	rc = wlk__acquire_begin(m, name, &name_len, o);
+	rc = wlk__options_read(&o, &copy);
+	if (!rc)
+		rc = wlk__acquire_begin(m, name, &name_len, o);
 	if (rc)
 		return rc;
 	r = calloc(1, sizeof(*r));

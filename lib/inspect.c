@@ -169,11 +169,13 @@ WLK_EXPORT int wlk_inspect_open(const char *origin,
 				unsigned int flags, struct wlk_inspect **out)
 {
 	char base[WLK_SHM_NAME_MAX], name[WLK_SHM_NAME_MAX];
+	struct wlk_manager_options copy;
 	struct wlk_inspect *found = NULL;
 	uint8_t key[WLK_KEY_BYTES];
 	int rc, last_rc = -ENOENT;
 
-	if (!out || (flags & ~WLK_INSPECT_LOCKED))
+	if (!out || (flags & ~WLK_INSPECT_LOCKED) ||
+	    wlk__manager_options_read(&o, &copy))
 		return WLK_EINVAL;
 	rc = wlk__bucket_key(origin, o, key, base);
 	if (rc)

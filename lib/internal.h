@@ -525,6 +525,72 @@ int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 		 bool closing) WLK_INTERNAL;
 int wlk__dropped(struct wlk_manager *m) WLK_INTERNAL;
 
+/*
+ * abi.c: the option structs as the caller's header laid them out (the size
+ * rule of weblocks.h, GROWING STRUCTS). Every entry point reads its options
+ * through wlk__options_read() or wlk__manager_options_read() once, first;
+ * the code below it sees only the copy, of this library's layout, never
+ * NULL (the defaults stand in for it).
+ *
+ * The first layouts, which a size of 0 stands for: the fields soname 1
+ * shipped. Fixed for good: fields added later go after them.
+ */
+#define WLK__OPTIONS_FIRST_SIZE                                                \
+	(offsetof(struct wlk_options, timeout_ns) + sizeof(uint64_t))
+#define WLK__MANAGER_OPTIONS_FIRST_SIZE                                        \
+	(offsetof(struct wlk_manager_options, max_name_len) + sizeof(uint32_t))
+extern const struct wlk_options wlk__options_default WLK_INTERNAL;
+extern const struct wlk_manager_options wlk__manager_options_default
+	WLK_INTERNAL;
+int wlk__struct_read(void *copy, size_t known, size_t first, const void *src,
+		     size_t size) WLK_INTERNAL;
+
+/*
+ * Point *@o at its copy in @copy (or at the defaults, for NULL, without a
+ * copy). Inline: a caller built with this very header (or, while the
+ * struct has its first layout, one that leaves size 0), the common case,
+ * costs one 32-byte copy on the request path. Return: 0, or WLK_EINVAL
+ * (then *@o is left alone).
+ */
+static inline int wlk__options_read(const struct wlk_options **o,
+				    struct wlk_options *copy)
+{
+	size_t size;
+	int rc = 0;
+
+	if (!*o) {
+		*o = &wlk__options_default;
+		return 0;
+	}
+	size = (*o)->size ? (*o)->size : WLK__OPTIONS_FIRST_SIZE;
+	if (size == sizeof(**o))
+		*copy = **o;
+	else
+		rc = wlk__struct_read(copy, sizeof(*copy),
+				      WLK__OPTIONS_FIRST_SIZE, *o, (*o)->size);
+	if (!rc)
+		*o = copy;
+	return rc;
+}
+
+/* The same for struct wlk_manager_options (not on a hot path). */
+static inline int
+wlk__manager_options_read(const struct wlk_manager_options **o,
+			  struct wlk_manager_options *copy)
+{
+	int rc;
+
+	if (!*o) {
+		*o = &wlk__manager_options_default;
+		return 0;
+	}
+	rc = wlk__struct_read(copy, sizeof(*copy),
+			      WLK__MANAGER_OPTIONS_FIRST_SIZE, *o, (*o)->size);
+	if (!rc)
+		*o = copy;
+	return rc;
+}
+
 /* request.c */
 int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,
 		       const struct wlk_options *o) WLK_INTERNAL;

@@ -51,12 +51,13 @@ static int manager_open(const char *origin,
 			const struct wlk_manager_options *o,
 			struct wlk_manager **out)
 {
+	struct wlk_manager_options copy;
 	struct wlk__wake wake;
 	struct wlk_manager *m;
 	uint64_t now = wlk__realtime_ns();
 	int rc;
 
-	if (!origin || !out)
+	if (!origin || !out || wlk__manager_options_read(&o, &copy))
 		return WLK_EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -168,11 +169,14 @@ WLK_EXPORT const char *wlk_manager_client_id(const struct wlk_manager *m)
 WLK_EXPORT int wlk_bucket_remove(const char *origin,
 				 const struct wlk_manager_options *o)
 {
+	struct wlk_manager_options copy;
 	uint8_t key[WLK_KEY_BYTES];
 	char shm_name[WLK_SHM_NAME_MAX];
 	int rc, cancel;
 
-	rc = wlk__bucket_key(origin, o, key, shm_name);
+	rc = wlk__manager_options_read(&o, &copy);
+	if (!rc)
+		rc = wlk__bucket_key(origin, o, key, shm_name);
 	if (rc)
 		return rc;
 	/* It waits for openers' init locks too; an fd must not leak. */

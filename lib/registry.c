@@ -25,9 +25,9 @@
 /*
  * The anchor thread holds one lifeline (a robust mutex) per mapped bucket;
  * the kernel releases at most 2048 robust mutexes of a dying thread, so a
- * process maps at most this many buckets at once.
+ * process maps at most this many buckets at once (weblocks.h, LIMITS).
  */
-#define MAX_BUCKETS 1024
+#define MAX_BUCKETS WLK_LIMIT_BUCKETS
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t reg_mutex = PTHREAD_MUTEX_INITIALIZER;

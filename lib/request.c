@@ -221,14 +221,14 @@ static int take_grant(struct wlk_manager *m, struct wlk_lock *l)
 static int acquire(struct wlk_manager *m, const char *name, size_t len,
 		   const struct wlk_options *o, struct wlk_lock **out)
 {
-	static const struct wlk_options defaults;
+	struct wlk_options copy;
 	struct wlk_lock *l;
 	bool got = false;
 	int rc;
 
-	if (!o)
-		o = &defaults;
-	rc = wlk__acquire_begin(m, name, &len, o);
+	rc = wlk__options_read(&o, &copy);
+	if (!rc)
+		rc = wlk__acquire_begin(m, name, &len, o);
 	if (rc)
 		return rc;
 	l = wlk__lock_new(m, name, len, o->mode);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # check-exports.sh - the shared library exports exactly the symbols of the
-# version script, and the public headers declare exactly those.
+# version script, and the public headers declare exactly those, all in the
+# version node of its soname.
 set -eu
 
 libdir=${WLK_LIBDIR:-lib/.libs}
@@ -29,6 +30,22 @@ fi
 if ! diff -u "$tmp/script" "$tmp/header"; then
 	echo "FAIL: WLK_EXPORT declarations differ from $symfile"; status=1
 fi
+# The version node is named after the soname (libtool's CURRENT - AGE in
+# configure.ac): a soname bump without a new node, or the reverse, would
+# give two incompatible libraries the same symbol versions.
+soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[libweblocks\.so\.\([0-9]*\)\].*/\1/p')
+node=$(sed -n 's/^\(WEBLOCKS_[0-9]*\)[[:space:]]*{.*/\1/p' "$symfile")
+if [ "$node" != "WEBLOCKS_$soname" ]; then
+	echo "FAIL: soname libweblocks.so.$soname but version node '$node' in $symfile"
+	status=1
+fi
+nm -D --defined-only "$so" | awk '$3 ~ /^wlk_/ { print $3 }' |
+	grep -v "@@WEBLOCKS_$soname\$" >"$tmp/unversioned" || true
+if [ -s "$tmp/unversioned" ]; then
+	echo "FAIL: exports not in version node WEBLOCKS_$soname:"
+	cat "$tmp/unversioned"; status=1
+fi
 n=$(wc -l <"$tmp/script")
-[ "$status" = 0 ] && echo "exports: $n symbols, script, library and header agree"
+[ "$status" = 0 ] && echo "exports: $n symbols, script, library and header" \
+	"agree, all in WEBLOCKS_$soname (libweblocks.so.$soname)"
 exit $status
