@@ -145,6 +145,28 @@ static void t_unlink_mapped_segments(void)
 	fclose(f);
 }
 
+/* The /dev/shm path of the first weblocks segment this process maps. */
+bool t_mapped_segment(char *path, size_t size)
+{
+	char line[1024];
+	FILE *f = fopen("/proc/self/maps", "r");
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, "/dev/shm/wlk");
+
+		if (p) {
+			p[strcspn(p, " \n")] = '\0';
+			snprintf(path, size, "%s", p);
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
 void *t_segment_map(size_t *size)
 {
 	struct wlk_inspect_snapshot *s = NULL;

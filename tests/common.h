@@ -41,6 +41,9 @@ void t_track_bucket(const char *origin, const char *bucket,
 /* Unlink @path in t_fini() (for segments a test damaged). */
 void t_track_file(const char *path);
 
+/* The /dev/shm path of the first weblocks segment this process maps. */
+bool t_mapped_segment(char *path, size_t size);
+
 /*
  * Map the segment of t_origin's default bucket read-write, to look into it
  * or damage it (with lib/layout.h); *@size receives the size to munmap().

@@ -20,28 +20,6 @@
 #include "../common.h"
 #include "../../lib/layout.h"
 
-/* The /dev/shm path of the first weblocks segment this process maps. */
-static bool mapped_segment(char *path, size_t size)
-{
-	char line[1024];
-	FILE *f = fopen("/proc/self/maps", "r");
-	bool found = false;
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, "/dev/shm/wlk");
-
-		if (p) {
-			p[strcspn(p, " \n")] = '\0';
-			snprintf(path, size, "%s", p);
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
 /* Change the header as a buggy co-tenant would, and ask for repair. */
 static void scribble(const char *path)
 {
@@ -99,7 +77,7 @@ Test(poison, unrepairable_segment_is_replaced_by_a_new_generation,
 	pid = t_fork(newcomer, p);
 	rc = wlk_manager_open(t_origin, NULL, &m);
 	cr_assert_eq(rc, 0, "open: %s", t_ename(rc));
-	cr_assert(mapped_segment(path, sizeof(path)));
+	cr_assert(t_mapped_segment(path, sizeof(path)));
 	scribble(path);
 
 	rc = wlk_acquire(m, "x", 1, NULL, &l);
@@ -197,7 +175,7 @@ Test(poison, free_name_slot_with_a_bad_state_is_repaired, T_FIX,
 
 	T_ASSERT_RC(wlk_acquire(m, "a", 1, NULL, &l), 0);
 	T_ASSERT_RC(wlk_release(l), 0);
-	cr_assert(mapped_segment(path, sizeof(path)));
+	cr_assert(t_mapped_segment(path, sizeof(path)));
 	base = map_segment(path, &size);
 	h = (struct wlk_seg_header *)(void *)base;
 	cr_assert_lt(h->free_names, h->max_names);
@@ -242,7 +220,7 @@ Test(poison, damaged_name_slot_keeps_its_tokens_rising, T_FIX,
 		last = wlk_lock_token(l);
 		T_ASSERT_RC(wlk_release(l), 0);
 	}
-	cr_assert(mapped_segment(path, sizeof(path)));
+	cr_assert(t_mapped_segment(path, sizeof(path)));
 	base = map_segment(path, &size);
 	h = (struct wlk_seg_header *)(void *)base;
 	n = name_of(base, 'a');
@@ -283,7 +261,7 @@ Test(poison, damaged_segment_state_leads_to_a_new_generation, T_FIX,
 	/* "z" by the fast path, as the newcomer will take it. */
 	T_ASSERT_RC(wlk_acquire(m, "z", 1, NULL, &l), 0);
 	T_ASSERT_RC(wlk_release(l), 0);
-	cr_assert(mapped_segment(path, sizeof(path)));
+	cr_assert(t_mapped_segment(path, sizeof(path)));
 	base = map_segment(path, &size);
 	h = (struct wlk_seg_header *)(void *)base;
 	__atomic_store_n(&h->seg_state, 7, __ATOMIC_SEQ_CST);
@@ -365,7 +343,7 @@ Test(poison, new_generation_gives_tokens_above_the_poisoned_ones, T_FIX,
 	}
 	T_ASSERT_RC(wlk_acquire(m, "t", 1, NULL, &l), 0);
 	held = wlk_lock_token(l);
-	cr_assert(mapped_segment(path, sizeof(path)));
+	cr_assert(t_mapped_segment(path, sizeof(path)));
 	base = map_segment(path, &size);
 	name_of(base, 't')->token = ahead;
 	munmap(base, size);

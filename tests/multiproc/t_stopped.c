@@ -39,28 +39,6 @@ struct helper {
 	pid_t pid, parent;
 };
 
-/* The /dev/shm path of the weblocks segment this process maps. */
-static bool mapped_segment(char *path, size_t size)
-{
-	char line[1024];
-	FILE *f = fopen("/proc/self/maps", "r");
-	bool found = false;
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, "/dev/shm/wlk");
-
-		if (p) {
-			p[strcspn(p, " \n")] = '\0';
-			snprintf(path, size, "%s", p);
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
 /* Helper: when told, lock the segment mutex; unlock when told again. */
 static int helper_main(void *arg)
 {
@@ -91,7 +69,7 @@ static int helper_main(void *arg)
 /* Fork the helper for the segment we map; it locks nothing yet. */
 static void helper_fork(struct helper *h)
 {
-	cr_assert(mapped_segment(h->path, sizeof(h->path)), "no segment");
+	cr_assert(t_mapped_segment(h->path, sizeof(h->path)), "no segment");
 	t_pipe_open(&h->up);
 	t_pipe_open(&h->down);
 	h->parent = getpid();
