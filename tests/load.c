@@ -47,11 +47,12 @@
 #include <weblocks.h>
 #include <weblocks/async.h>
 
+#include "procs.h"
+
 #define MAX_PROCS 128
 #define MAX_THREADS 8
 #define MAX_NAMES 16
 #define STEAL_RING 256 /* recent steal tokens kept per name */
-#define NSEC_PER_SEC 1000000000ull
 #define NSEC_PER_MSEC 1000000ull
 #define TIMEOUT_NS (2 * NSEC_PER_MSEC)
 #define ABORT_GAP_NS (2 * NSEC_PER_MSEC) /* aborter fires 0..2 ms apart */
@@ -110,22 +111,6 @@ static struct {
 	pthread_mutex_t mu;
 	struct wlk_signal *sig; /* published while a request waits on it */
 } pub[MAX_THREADS];
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-static void nap(uint64_t ns)
-{
-	struct timespec ts = {.tv_sec = (time_t)(ns / NSEC_PER_SEC),
-			      .tv_nsec = (long)(ns % NSEC_PER_SEC)};
-
-	nanosleep(&ts, NULL);
-}
 
 static void count(enum counter c)
 {
@@ -398,7 +383,7 @@ static void *aborter(void *arg)
 	while (!atomic_load(&ar->stop)) {
 		int t = (int)(rand_r(&seed) % (unsigned int)threads);
 
-		nap(rand_r(&seed) % ABORT_GAP_NS);
+		procs_nap(rand_r(&seed) % ABORT_GAP_NS);
 		pthread_mutex_lock(&pub[t].mu);
 		if (pub[t].sig)
 			wlk_signal_abort(pub[t].sig, ABORT_REASON);
@@ -449,79 +434,20 @@ static pid_t spawn(int i)
 	return pid;
 }
 
-/* Stop everyone; a process that does not finish in time is stuck. */
-static int stop_all(pid_t *pid)
-{
-	uint64_t deadline = now_ns() + STOP_GRACE_S * NSEC_PER_SEC;
-	int stuck = 0, left = procs;
-
-	atomic_store(&ar->stop, 1);
-	while (left && now_ns() < deadline) {
-		for (int i = 0; i < procs; i++) {
-			int st;
-
-			if (pid[i] > 0 && waitpid(pid[i], &st, WNOHANG) > 0) {
-				if (!WIFEXITED(st) || WEXITSTATUS(st))
-					fprintf(stderr, "load: process %d: "
-						"status %d\n", i, st);
-				pid[i] = 0;
-				left--;
-			}
-		}
-		nap(NSEC_PER_SEC / 100);
-	}
-	for (int i = 0; i < procs; i++) {
-		if (pid[i] > 0) {
-			stuck++;
-			kill(pid[i], SIGKILL);
-			waitpid(pid[i], NULL, 0);
-		}
-	}
-	return stuck;
-}
-
-static void print_violation(const char *what, void *arg)
-{
-	(void)arg;
-	fprintf(stderr, "load: invalid segment: %s\n", what);
-}
-
-/* After the run: a valid segment, nothing held or pending. */
-static int final_check(void)
-{
-	struct wlk_manager *m;
-	struct wlk_snapshot *s;
-	int bad = 0, rc = wlk_manager_open(origin, NULL, &m);
-
-	if (rc)
-		return 1;
-	if (wlk_manager_validate(m, print_violation, NULL))
-		bad = 1;
-	if (wlk_query(m, &s) == 0) {
-		if (wlk_snapshot_held_count(s) || wlk_snapshot_pending_count(s))
-			bad = 1;
-		wlk_snapshot_free(s);
-	} else {
-		bad = 1;
-	}
-	wlk_manager_close(m);
-	return bad;
-}
-
 /* The parent: kill and respawn until the time is up, or just wait. */
 static long run(pid_t *pid, double seconds, long kill_ms, unsigned int seed)
 {
-	uint64_t start = now_ns(), last_progress = start;
+	uint64_t start = procs_now_ns(), last_progress = start;
 	uint64_t end = start + (uint64_t)(seconds * NSEC_PER_SEC);
 	long kills = 0, last_grants = -1;
 
-	while (now_ns() < end) {
+	while (procs_now_ns() < end) {
 		long g = atomic_load(&ar->count[C_GRANTS]);
 
 		if (kill_ms) {
 			int i = (int)(rand_r(&seed) % (unsigned int)procs);
 
-			nap(rand_r(&seed) % (2 * (uint64_t)kill_ms *
+			procs_nap(rand_r(&seed) % (2 * (uint64_t)kill_ms *
 					     NSEC_PER_MSEC));
 			atomic_store(&ar->proc[i].dying, 1);
 			kill(pid[i], SIGKILL);
@@ -529,12 +455,13 @@ static long run(pid_t *pid, double seconds, long kill_ms, unsigned int seed)
 			kills++;
 			pid[i] = spawn(i);
 		} else {
-			nap(NSEC_PER_SEC / 10);
+			procs_nap(NSEC_PER_SEC / 10);
 		}
 		if (g != last_grants) {
 			last_grants = g;
-			last_progress = now_ns();
-		} else if (now_ns() - last_progress > STALL_S * NSEC_PER_SEC) {
+			last_progress = procs_now_ns();
+		} else if (procs_now_ns() - last_progress >
+			   STALL_S * NSEC_PER_SEC) {
 			fprintf(stderr, "load: no grant for %ds\n", STALL_S);
 			break;
 		}
@@ -579,17 +506,18 @@ int main(int argc, char **argv)
 	printf("load: procs=%d threads=%d names=%d seconds=%.0f kill_ms=%ld "
 	       "async=%s seed=%u\n", procs, threads, names, seconds, kill_ms,
 	       use_async ? "yes" : "no", seed);
-	start = now_ns();
+	start = procs_now_ns();
 	for (int i = 0; i < procs; i++)
 		pid[i] = spawn(i);
 	kills = run(pid, seconds, kill_ms, seed);
-	stuck = stop_all(pid);
-	invalid = final_check();
+	atomic_store(&ar->stop, 1);
+	stuck = procs_reap(pid, procs, STOP_GRACE_S, "load");
+	invalid = procs_final_check(origin, "load");
 	wlk_bucket_remove(origin, NULL);
 	fflush(stdout);
 	if (ar->last_error[0])
 		fprintf(stderr, "load: last error: %s\n", ar->last_error);
-	printf("load: %.1fs kills=%ld", (double)(now_ns() - start) /
+	printf("load: %.1fs kills=%ld", (double)(procs_now_ns() - start) /
 	       NSEC_PER_SEC, kills);
 	for (int c = 0; c < C_N; c++)
 		printf(" %s=%ld", counter_name[c], atomic_load(&ar->count[c]));

@@ -29,9 +29,10 @@
 
 #include <weblocks.h>
 
+#include "procs.h"
+
 #define MAX_PROCS 64
 #define MAX_NAMES 16
-#define NSEC_PER_SEC 1000000000ull
 #define KILL_GAP_NS (2 * 1000 * 1000ull) /* kills come 0..2 ms apart */
 #define STOP_GRACE_S 20   /* workers must all finish within this */
 #define STALL_S 10        /* no grant at all for this long: stuck */
@@ -66,14 +67,6 @@ struct arena {
 static struct arena *ar;
 static int procs = 6, names = 3;
 static char origin[64];
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
 
 static void violation(int me, int name, const char *what)
 {
@@ -168,71 +161,6 @@ static pid_t spawn(int i, unsigned int seed)
 	return pid;
 }
 
-static void nap(uint64_t ns)
-{
-	struct timespec ts = {.tv_sec = (time_t)(ns / NSEC_PER_SEC),
-			      .tv_nsec = (long)(ns % NSEC_PER_SEC)};
-
-	nanosleep(&ts, NULL);
-}
-
-/* Stop the workers; the ones that do not finish in time are stuck. */
-static int stop_all(pid_t *pid)
-{
-	uint64_t deadline = now_ns() + STOP_GRACE_S * NSEC_PER_SEC;
-	int stuck = 0, left = procs;
-
-	atomic_store(&ar->stop, 1);
-	while (left && now_ns() < deadline) {
-		for (int i = 0; i < procs; i++) {
-			int st;
-
-			if (pid[i] > 0 && waitpid(pid[i], &st, WNOHANG) > 0) {
-				if (!WIFEXITED(st) || WEXITSTATUS(st))
-					fprintf(stderr, "worker %d: status %d\n",
-						i, st);
-				pid[i] = 0;
-				left--;
-			}
-		}
-		nap(NSEC_PER_SEC / 100);
-	}
-	for (int i = 0; i < procs; i++) {
-		if (pid[i] > 0) {
-			stuck++;
-			kill(pid[i], SIGKILL);
-			waitpid(pid[i], NULL, 0);
-		}
-	}
-	return stuck;
-}
-
-static void print_violation(const char *what, void *arg)
-{
-	(void)arg;
-	fprintf(stderr, "torture: invalid segment: %s\n", what);
-}
-
-/* After the run: a valid segment, nothing held or pending. */
-static int final_check(void)
-{
-	struct wlk_manager *m;
-	struct wlk_snapshot *s;
-	int bad = 0, rc = wlk_manager_open(origin, NULL, &m);
-
-	if (rc)
-		return 1;
-	if (wlk_manager_validate(m, print_violation, NULL))
-		bad = 1;
-	if (wlk_query(m, &s) == 0) {
-		if (wlk_snapshot_held_count(s) || wlk_snapshot_pending_count(s))
-			bad = 1;
-		wlk_snapshot_free(s);
-	}
-	wlk_manager_close(m);
-	return bad;
-}
-
 int main(int argc, char **argv)
 {
 	long kills_target = 1000, kills = 0, last_grants = -1;
@@ -267,13 +195,13 @@ int main(int argc, char **argv)
 	       procs, names, seed, kills_target, seconds);
 	for (int i = 0; i < procs; i++)
 		pid[i] = spawn(i, seed + (unsigned int)i);
-	start = last_progress = now_ns();
+	start = last_progress = procs_now_ns();
 	end = start + (uint64_t)(seconds * NSEC_PER_SEC);
-	while (kills < kills_target && now_ns() < end) {
+	while (kills < kills_target && procs_now_ns() < end) {
 		int i = (int)(rand_r(&seed) % (unsigned int)procs);
 		long g = atomic_load(&ar->grants);
 
-		nap(rand_r(&seed) % KILL_GAP_NS);
+		procs_nap(rand_r(&seed) % KILL_GAP_NS);
 		atomic_store(&ar->slot[i].dying, 1);
 		kill(pid[i], SIGKILL);
 		waitpid(pid[i], NULL, 0);
@@ -281,21 +209,23 @@ int main(int argc, char **argv)
 		pid[i] = spawn(i, seed + (unsigned int)kills * 7919u);
 		if (g != last_grants) {
 			last_grants = g;
-			last_progress = now_ns();
-		} else if (now_ns() - last_progress > STALL_S * NSEC_PER_SEC) {
+			last_progress = procs_now_ns();
+		} else if (procs_now_ns() - last_progress >
+			   STALL_S * NSEC_PER_SEC) {
 			fprintf(stderr, "torture: no grant for %ds\n", STALL_S);
 			break;
 		}
 	}
-	stuck = stop_all(pid);
-	invalid = final_check();
+	atomic_store(&ar->stop, 1);
+	stuck = procs_reap(pid, procs, STOP_GRACE_S, "torture");
+	invalid = procs_final_check(origin, "torture");
 	wlk_bucket_remove(origin, NULL);
 	if (atomic_load(&ar->violations))
 		fprintf(stderr, "torture: last violation: %s\n",
 			ar->last_violation);
 	printf("torture: %.1fs kills=%ld grants=%ld timeouts=%ld misses=%ld "
 	       "violations=%ld stuck=%d segment=%s\n",
-	       (double)(now_ns() - start) / NSEC_PER_SEC, kills,
+	       (double)(procs_now_ns() - start) / NSEC_PER_SEC, kills,
 	       atomic_load(&ar->grants), atomic_load(&ar->timeouts),
 	       atomic_load(&ar->misses),
 	       atomic_load(&ar->violations), stuck,
