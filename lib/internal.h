@@ -354,8 +354,7 @@ void wlk__generation_name(char *dst, const char *base, unsigned int gen)
 	WLK_INTERNAL;
 
 /* token.c */
-uint64_t wlk__token_mark(const struct wlk__bucket *b, unsigned int gen)
-	WLK_INTERNAL;
+uint64_t wlk__token_mark_fd(int fd) WLK_INTERNAL;
 
 /* segment.c */
 #define WLK__SEG_BROKEN (-EBADMSG) /* header geometry does not add up */
@@ -366,11 +365,7 @@ uint64_t wlk__token_mark(const struct wlk__bucket *b, unsigned int gen)
  * in 2262.
  */
 #define WLK_TOKEN_DAMAGED (1ull << 63)
-/* Every permission bit a segment may have (read/write bits only). */
-#define WLK_SEG_ANY_MODE 0666u
 int wlk__header_check(struct wlk__bucket *b, size_t file_size) WLK_INTERNAL;
-int wlk__segment_check_file(int fd, unsigned int perm, unsigned int *mode)
-	WLK_INTERNAL;
 int wlk__ofd_lock(int fd, short type, off_t byte, bool wait) WLK_INTERNAL;
 bool wlk__same_pidns(const struct wlk_seg_header *h) WLK_INTERNAL;
 bool wlk__header_ident_eq(const struct wlk_seg_header *h, const char *origin,

@@ -16,6 +16,7 @@
 
 #define SHM_DIR "/dev/shm"
 #define DEFAULT_MODE 0600u
+#define ALLOWED_MODE 0666u
 /* The bits every segment has: its owner's processes open it read-write. */
 #define OWNER_MODE 0600u
 #define PAGE 4096u
@@ -364,7 +365,7 @@ static int open_error(const char *shm_name, int err)
 }
 
 /* Owned by us, and no looser than @perm; *@mode gets its permissions. */
-int wlk__segment_check_file(int fd, unsigned int perm, unsigned int *mode)
+static int check_file(int fd, unsigned int perm, unsigned int *mode)
 {
 	struct stat st;
 
@@ -383,12 +384,12 @@ static int options_perm(const struct wlk_manager_options *o,
 	*perm = o && o->permissions ? o->permissions : DEFAULT_MODE;
 	/* Without the owner's bits only the creator could use it, and
 	 * nobody could remove it. */
-	if ((*perm & ~WLK_SEG_ANY_MODE) || (*perm & OWNER_MODE) != OWNER_MODE)
+	if ((*perm & ~ALLOWED_MODE) || (*perm & OWNER_MODE) != OWNER_MODE)
 		return WLK_EINVAL;
 	return 0;
 }
 
-/* The check wlk__segment_check_file() made, for a mapped bucket. */
+/* The check check_file() made, for a bucket this process has mapped. */
 int wlk__segment_perm_check(const struct wlk__bucket *b,
 			    const struct wlk_manager_options *o)
 {
@@ -413,6 +414,37 @@ static bool superseded(const struct wlk__bucket *b, unsigned int gen)
 	return stat(path, &st) == 0;
 }
 
+/*
+ * The largest fencing token the bucket's segments hold: generation @gen,
+ * whose file b->fd is and which is about to be initialised, and the others.
+ */
+static uint64_t token_mark(const struct wlk__bucket *b, unsigned int gen)
+{
+	char name[WLK_SHM_NAME_MAX];
+	uint64_t mark = wlk__token_mark_fd(b->fd);
+
+	for (unsigned int i = 0; i < WLK_MAX_GENERATIONS; i++) {
+		unsigned int mode;
+		uint64_t t;
+		int fd;
+
+		if (i == gen)
+			continue;
+		wlk__generation_name(name, b->base_name, i);
+		/* Non-blocking: a FIFO squatting the name is not waited on. */
+		fd = shm_open(name, O_RDONLY | O_NONBLOCK, 0);
+		if (fd < 0)
+			continue;
+		if (check_file(fd, ALLOWED_MODE, &mode) == 0) {
+			t = wlk__token_mark_fd(fd);
+			if (t > mark)
+				mark = t;
+		}
+		close(fd);
+	}
+	return mark;
+}
+
 /* One attempt; -EAGAIN asks the caller to start over. */
 static int attach_once(struct wlk__bucket *b, const char *origin,
 		       const struct wlk_manager_options *o,
@@ -434,7 +466,7 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 	/* shm_open() applied the umask; the mode must be exactly perm. */
 	if (created && fchmod(b->fd, perm) < 0)
 		return wlk__errno(errno);
-	rc = wlk__segment_check_file(b->fd, perm, &b->mode);
+	rc = check_file(b->fd, perm, &b->mode);
 	if (rc)
 		return rc;
 	rc = wlk__ofd_lock(b->fd, F_WRLCK, WLK_LOCK_INIT, true);
@@ -449,14 +481,15 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
 		rc = SEG_SUPERSEDED;
 	} else if (rc == 0) {
 		/* Nobody is attached: whatever is there is stale. */
-		rc = create(b, origin, o, g, wlk__token_mark(b, gen));
+		rc = create(b, origin, o, g, token_mark(b, gen));
 		/* Not sized (ENOSPC) or not initialised, it would stay as a
 		 * damaged file; under both locks it is ours alone. Openers
 		 * waiting for the init lock find the name gone and retry. */
 		if (rc)
 			shm_unlink(b->shm_name);
 		else
-			rc = wlk__ofd_lock(b->fd, F_RDLCK, WLK_LOCK_ATTACH, false);
+			rc = wlk__ofd_lock(b->fd, F_RDLCK, WLK_LOCK_ATTACH,
+					   false);
 	} else if (rc == -EBUSY) {
 		rc = attach_existing(b, origin, o);
 	}
@@ -528,7 +561,7 @@ static int remove_one(const char *shm_name)
 	fd = shm_open(shm_name, O_RDWR, 0);
 	if (fd < 0)
 		return open_error(shm_name, errno);
-	rc = wlk__segment_check_file(fd, WLK_SEG_ANY_MODE, &mode);
+	rc = check_file(fd, ALLOWED_MODE, &mode);
 	if (!rc)
 		rc = wlk__ofd_lock(fd, F_WRLCK, WLK_LOCK_INIT, true);
 	if (!rc)

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * token.c - where a new segment's fencing tokens start: above the clock
- * and above every token the bucket's other segment files still hold.
+ * and above every token the bucket's segment files still hold (read here;
+ * segment.c chooses the files).
  */
 #include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h> /* shm_open */
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,12 +29,13 @@
 #define MARK_CHUNK 8192u
 
 /*
- * The largest fencing token segment file @fd holds, or 0. It is read, not
+ * wlk__token_mark_fd() - the largest fencing token segment file @fd
+ * holds, or 0. It is read, not
  * mapped: a file we hold no lock of may shrink meanwhile. Its content is
  * untrusted, and may be damaged (a poisoned generation): every read is
  * bounded by the file's size, and damaged tokens are passed over.
  */
-static uint64_t token_mark_fd(int fd)
+uint64_t wlk__token_mark_fd(int fd)
 {
 	const size_t tok = offsetof(struct wlk_seg_name, token);
 	struct wlk_seg_header h;
@@ -72,37 +73,6 @@ static uint64_t token_mark_fd(int fd)
 			if (t < WLK_TOKEN_DAMAGED && t > mark)
 				mark = t;
 		}
-	}
-	return mark;
-}
-
-/*
- * The largest fencing token the bucket's segments hold: generation @gen,
- * whose file b->fd is and which is about to be initialised, and the others.
- */
-uint64_t wlk__token_mark(const struct wlk__bucket *b, unsigned int gen)
-{
-	char name[WLK_SHM_NAME_MAX];
-	uint64_t mark = token_mark_fd(b->fd);
-
-	for (unsigned int i = 0; i < WLK_MAX_GENERATIONS; i++) {
-		unsigned int mode;
-		uint64_t t;
-		int fd;
-
-		if (i == gen)
-			continue;
-		wlk__generation_name(name, b->base_name, i);
-		/* Non-blocking: a FIFO squatting the name is not waited on. */
-		fd = shm_open(name, O_RDONLY | O_NONBLOCK, 0);
-		if (fd < 0)
-			continue;
-		if (wlk__segment_check_file(fd, WLK_SEG_ANY_MODE, &mode) == 0) {
-			t = token_mark_fd(fd);
-			if (t > mark)
-				mark = t;
-		}
-		close(fd);
 	}
 	return mark;
 }
