@@ -56,9 +56,11 @@ build "$afl/fuzz-segment.cmplog" AFL_LLVM_CMPLOG=1 AFL_QUIET=1
 
 export AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
 	AFL_NO_AFFINITY=1 AFL_NO_UI=1
-# What afl-fuzz asks for, and one more: a huge allocation fails with NULL
-# (the library then returns -ENOMEM), as it would without ASan.
-export ASAN_OPTIONS=abort_on_error=1:symbolize=0:detect_leaks=0:allocator_may_return_null=1
+# What afl-fuzz asks for, and: an allocation sized by damaged counters
+# fails with NULL (the library then returns -ENOMEM) instead of aborting,
+# and above 256 MiB at once, since ASan takes seconds to map such a block
+# (a timeout that is not a hang).
+export ASAN_OPTIONS=abort_on_error=1:symbolize=0:detect_leaks=0:allocator_may_return_null=1:max_allocation_size_mb=256
 trap '"$afl/fuzz-segment" --cleanup' EXIT
 
 if [[ $what == cmin ]]; then
