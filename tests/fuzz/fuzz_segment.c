@@ -434,9 +434,12 @@ static void query(struct wlk_manager *m)
 {
 	struct wlk_snapshot *q = NULL;
 	size_t sum = 0;
+	int rc = wlk_query(m, &q);
 
-	if (wlk_query(m, &q))
+	if (rc) {
+		fprintf(sink, "query: %d\n", rc);
 		return;
+	}
 	for (size_t i = 0; i < wlk_snapshot_held_count(q); i++) {
 		const struct wlk_lock_info *e = wlk_snapshot_held(q, i);
 
