@@ -239,3 +239,51 @@ Test(damaged, segment_mutex_of_another_kind_is_refused_at_attach, T_FIX,
 	munmap(seg, size);
 	wlk_manager_close(m);
 }
+
+/* The name entry of @name in a mapped segment, or NULL. */
+static struct wlk_seg_name *name_entry(uint8_t *seg, const char *name)
+{
+	const struct wlk_seg_header *h = (const struct wlk_seg_header *)seg;
+
+	for (uint32_t i = 0; i < h->max_names; i++) {
+		struct wlk_seg_name *n = (struct wlk_seg_name *)(
+			seg + h->off_names + (size_t)i * h->name_stride);
+
+		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED &&
+		    n->len == strlen(name) && !memcmp(n + 1, name, n->len))
+			return n;
+	}
+	return NULL;
+}
+
+/*
+ * A queue whose tail is set while its head is not: a request appended
+ * there was out of reach of the grant, and an if_available one, which
+ * never waits, waited for ever.
+ */
+Test(damaged, queue_with_a_tail_and_no_head_is_corrupt, T_FIX, .timeout = 20)
+{
+	static const struct wlk_options sh = {.mode = WLK_SHARED};
+	static const struct wlk_options avail = {.mode = WLK_SHARED,
+						 .if_available = true};
+	struct wlk_manager *m = t_open(), *m2 = t_open();
+	struct wlk_lock *l = NULL, *l2 = NULL;
+	struct wlk_seg_name *n;
+	size_t size;
+	uint8_t *seg;
+
+	T_ASSERT_RC(wlk_acquire(m, "b", 1, &sh, &l), 0);
+	seg = map_segment(&size);
+	n = name_entry(seg, "b");
+	cr_assert_not_null(n);
+	cr_assert_eq(n->q_head, WLK_NIL);
+	n->q_tail = 0;
+
+	T_ASSERT_RC(wlk_acquire(m2, "b", 1, &avail, &l2), WLK_ECORRUPT);
+	/* Repaired by the next locker: the name works again. */
+	T_ASSERT_RC(wlk_acquire(m2, "b", 1, &avail, &l2), 0);
+	cr_assert_not_null(l2);
+	T_ASSERT_RC(wlk_release(l2), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
+	munmap(seg, size);
+}
