@@ -20,8 +20,9 @@
 # A crash or hang: replay it with a normal build of the harness, e.g.
 #     WLK_FUZZ_VERBOSE=1 BUILDDIR/afl/fuzz-segment FILE
 # (each file runs in a child process; the exit status says how it ended).
-# After a fix, put the input into tests/fuzz/corpus: make check replays
-# every file there (tests/fuzz/replay.sh).
+# After a fix, put the input into tests/fuzz/corpus as crash-WHAT or
+# hang-WHAT (cmin keeps those): make check replays every file there
+# (tests/fuzz/replay.sh).
 set -euo pipefail
 
 srcdir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -71,11 +72,13 @@ if [[ $what == cmin ]]; then
 		find "$afl/out/default/$d" -maxdepth 1 -type f -name 'id:*' \
 			-exec cp -t "$afl/cmin-in" {} + 2>/dev/null || true
 	done
-	cp "$corpus"/* "$afl/cmin-in"/ 2>/dev/null || true
+	find "$corpus" -type f ! -name 'crash-*' ! -name 'hang-*' \
+		-exec cp -t "$afl/cmin-in" {} + 2>/dev/null || true
 	afl-cmin -m none -t 1000 -i "$afl/cmin-in" -o "$afl/cmin-out" \
 		-- "$afl/fuzz-segment"
-	rm -f "$corpus"/*
+	# Inputs that crashed or hung before a fix stay, under their names.
 	mkdir -p "$corpus"
+	find "$corpus" -type f ! -name 'crash-*' ! -name 'hang-*' -delete
 	for f in "$afl/cmin-out"/*; do
 		cp "$f" "$corpus/$(sha1sum <"$f" | cut -c1-16)"
 	done
