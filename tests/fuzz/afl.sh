@@ -65,7 +65,8 @@ export ASAN_OPTIONS=abort_on_error=1:symbolize=0:detect_leaks=0:allocator_may_re
 trap '"$afl/fuzz-segment" --cleanup' EXIT
 
 if [[ $what == cmin ]]; then
-	# The queue and every crash and hang, minimised by coverage.
+	# The queue and every crash and hang, minimised by the edges they
+	# cover (-e: hit counts ignored, which keeps the corpus small).
 	rm -rf "$afl/cmin-in" "$afl/cmin-out"
 	mkdir -p "$afl/cmin-in"
 	for d in queue crashes hangs; do
@@ -74,7 +75,7 @@ if [[ $what == cmin ]]; then
 	done
 	find "$corpus" -type f ! -name 'crash-*' ! -name 'hang-*' \
 		-exec cp -t "$afl/cmin-in" {} + 2>/dev/null || true
-	afl-cmin -m none -t 1000 -i "$afl/cmin-in" -o "$afl/cmin-out" \
+	afl-cmin -e -m none -t 1000 -i "$afl/cmin-in" -o "$afl/cmin-out" \
 		-- "$afl/fuzz-segment"
 	# Inputs that crashed or hung before a fix stay, under their names.
 	mkdir -p "$corpus"
