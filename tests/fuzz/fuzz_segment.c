@@ -107,7 +107,7 @@ struct seed {
 
 static char origin[ORIGIN_CAP];
 static const struct wlk_manager_options mo = {
-	.client_id = "fuzz", .max_names = SEED_NAMES,
+	.size = sizeof(mo), .client_id = "fuzz", .max_names = SEED_NAMES,
 	.max_requests = SEED_REQUESTS, .max_name_len = SEED_NAME_LEN};
 static struct seed *seed;
 static uint8_t work[IMAGE_MAX];
@@ -176,7 +176,7 @@ static void queue_up(struct waiter *w, struct wlk_manager *m,
 		     enum wlk_mode mode, size_t n_before)
 {
 	w->m = m;
-	w->o = (struct wlk_options){.mode = mode};
+	w->o = (struct wlk_options){.size = sizeof(w->o), .mode = mode};
 	if (pthread_create(&w->th, NULL, wait_main, w))
 		fail("pthread_create");
 	while (pending(m) == n_before)
@@ -198,8 +198,10 @@ static const struct wlk_seg_header *seed_hdr(void)
 /* In the child: make the state, copy the file, undo it all. */
 static void make_seed(void)
 {
-	static const struct wlk_options sh = {.mode = WLK_SHARED};
-	static const struct wlk_options steal = {.steal = true};
+	static const struct wlk_options sh = {.size = sizeof(sh),
+					      .mode = WLK_SHARED};
+	static const struct wlk_options steal = {.size = sizeof(steal),
+						 .steal = true};
 	static const char *ids[] = {"seed-0", "seed-1", "seed-2"};
 	struct wlk_inspect_snapshot *s = NULL;
 	struct wlk_manager_options o = mo;
@@ -460,13 +462,15 @@ static void query(struct wlk_manager *m)
 /* Requests that never wait for another holder (see top), then releases. */
 static void requests(struct wlk_manager *m)
 {
-	static const struct wlk_options avail = {.if_available = true};
-	static const struct wlk_options avail_sh = {.mode = WLK_SHARED,
-						    .if_available = true};
-	static const struct wlk_options steal = {.steal = true};
-	static const struct wlk_options brief = {.timeout_ns = 1};
-	static const struct wlk_options brief_sh = {.mode = WLK_SHARED,
-						    .timeout_ns = 1};
+#define OPT(...) {.size = sizeof(struct wlk_options), __VA_ARGS__}
+	static const struct wlk_options avail = OPT(.if_available = true);
+	static const struct wlk_options avail_sh = OPT(.mode = WLK_SHARED,
+						       .if_available = true);
+	static const struct wlk_options steal = OPT(.steal = true);
+	static const struct wlk_options brief = OPT(.timeout_ns = 1);
+	static const struct wlk_options brief_sh = OPT(.mode = WLK_SHARED,
+						       .timeout_ns = 1);
+#undef OPT
 	static const struct {
 		const char *name;
 		const struct wlk_options *o;

@@ -17,28 +17,6 @@
 #include "../common.h"
 #include "../../lib/layout.h"
 
-/* The /dev/shm path of the first weblocks segment this process maps. */
-static bool mapped_segment(char *path, size_t size)
-{
-	char line[1024];
-	FILE *f = fopen("/proc/self/maps", "r");
-	bool found = false;
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, "/dev/shm/wlk");
-
-		if (p) {
-			p[strcspn(p, " \n")] = '\0';
-			snprintf(path, size, "%s", p);
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
 /* A second mapping of the segment this process has open, to damage it. */
 static uint8_t *map_segment(size_t *size)
 {
@@ -47,7 +25,7 @@ static uint8_t *map_segment(size_t *size)
 	uint8_t *p;
 	int fd;
 
-	cr_assert(mapped_segment(path, sizeof(path)));
+	cr_assert(t_mapped_segment(path, sizeof(path)));
 	fd = open(path, O_RDWR);
 	cr_assert_geq(fd, 0, "open %s", path);
 	cr_assert_eq(fstat(fd, &st), 0);
@@ -263,8 +241,10 @@ static struct wlk_seg_name *name_entry(uint8_t *seg, const char *name)
  */
 Test(damaged, queue_with_a_tail_and_no_head_is_corrupt, T_FIX, .timeout = 20)
 {
-	static const struct wlk_options sh = {.mode = WLK_SHARED};
-	static const struct wlk_options avail = {.mode = WLK_SHARED,
+	static const struct wlk_options sh = {.size = sizeof(sh),
+					      .mode = WLK_SHARED};
+	static const struct wlk_options avail = {.size = sizeof(avail),
+						 .mode = WLK_SHARED,
 						 .if_available = true};
 	struct wlk_manager *m = t_open(), *m2 = t_open();
 	struct wlk_lock *l = NULL, *l2 = NULL;
