@@ -259,10 +259,13 @@ static int raw_copy(struct wlk__bucket *b, struct snap *s, bool lock)
 	size_t reqs = (size_t)g->max_requests, bytes;
 	size_t max_bytes = (size_t)g->max_names * (g->max_name_len + 1);
 	size_t want = (size_t)load32(&b->hdr->n_requests) * 2 + 64;
+	uint64_t used = uatomic_read(&b->hdr->name_bytes);
 	int rc;
 
-	bytes = (size_t)uatomic_read(&b->hdr->name_bytes) * 2 +
-		(size_t)load32(&b->hdr->n_names) + 1024;
+	/* A damaged count must not wrap the sum: a size of 0 never grows. */
+	if (used > max_bytes)
+		used = max_bytes;
+	bytes = (size_t)used * 2 + (size_t)load32(&b->hdr->n_names) + 1024;
 	if (want < reqs)
 		reqs = want;
 	if (bytes > max_bytes)

@@ -338,6 +338,8 @@ void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 void wlk__wake_add(struct wlk__bucket *b, struct wlk__wake *wake, uint32_t r)
 	WLK_INTERNAL;
 int wlk__mutex_init(pthread_mutex_t *mu) WLK_INTERNAL;
+bool wlk__mutex_sane(const pthread_mutex_t *mu) WLK_INTERNAL;
+int wlk__mutex_trylock(pthread_mutex_t *mu) WLK_INTERNAL;
 
 /*
  * A poisoned segment that processes are still attached to is replaced for

@@ -42,6 +42,39 @@ int wlk__mutex_init(pthread_mutex_t *mu)
 	return rc ? wlk__errno(rc) : 0;
 }
 
+/*
+ * The kind word glibc keeps in every mutex wlk__mutex_init() makes (type,
+ * robust, process-shared), taken from one made here. glibc trusts a
+ * mutex's kind to choose its code path; another kind in a segment makes
+ * it misbehave (a priority-protection kind makes trylock abort on its
+ * ceiling). So a mutex in a segment is handed to glibc only with ours.
+ */
+static int mutex_kind(void)
+{
+	static int kind = -1; /* [A] */
+	int k = uatomic_read(&kind);
+	pthread_mutex_t m;
+
+	if (k < 0 && wlk__mutex_init(&m) == 0) {
+		k = m.__data.__kind;
+		pthread_mutex_destroy(&m);
+		uatomic_set(&kind, k);
+	}
+	return k;
+}
+
+/* Whether the segment's mutex @mu has the kind wlk__mutex_init() gave. */
+bool wlk__mutex_sane(const pthread_mutex_t *mu)
+{
+	return uatomic_read(&mu->__data.__kind) == mutex_kind();
+}
+
+/* pthread_mutex_trylock() of a mutex in a segment; EINVAL if damaged. */
+int wlk__mutex_trylock(pthread_mutex_t *mu)
+{
+	return wlk__mutex_sane(mu) ? pthread_mutex_trylock(mu) : EINVAL;
+}
+
 static void poison(struct wlk__bucket *b)
 {
 	uatomic_set(&b->hdr->seg_state, WLK_SEG_POISONED);
@@ -153,6 +186,10 @@ int wlk__lock_until(struct wlk__bucket *b, struct wlk__wake *wake,
 	wake->self1 = wake->n = wake->n_reaped = wake->n_bells = 0;
 	wake->sweep = wake->bell_sweep = false;
 
+	if (!wlk__mutex_sane(mu)) {
+		poison(b);
+		return WLK_ECORRUPT;
+	}
 	rc = lock_spin(mu, deadline, sig);
 	if (rc == EOWNERDEAD) {
 		/* Its owner died inside a critical section. */

@@ -79,12 +79,31 @@ static bool idx_ok(struct wlk__bucket *b, uint32_t i)
 	return i == WLK_NIL || i < b->geo.max_requests;
 }
 
+/*
+ * Whether @end, one end of a list whose other end is @other, can take a
+ * new neighbour: the ends agree (both WLK_NIL or neither) and @end has no
+ * neighbour outward. Linking to anything else would leave the request
+ * unreachable from the head, never granted.
+ */
+static bool end_ok(struct wlk__bucket *b, uint32_t end, uint32_t other,
+		   bool tail)
+{
+	const struct wlk_seg_request *e;
+
+	if (end == WLK_NIL)
+		return other == WLK_NIL;
+	if (end >= b->geo.max_requests || other == WLK_NIL)
+		return false;
+	e = wlk__req(b, end);
+	return (tail ? e->next : e->prev) == WLK_NIL;
+}
+
 static int list_append(struct wlk__bucket *b, struct list l, uint32_t ri)
 {
 	struct wlk_seg_request *r = wlk__req(b, ri);
 	uint32_t tail = *l.tail;
 
-	if (!idx_ok(b, tail))
+	if (!end_ok(b, tail, *l.head, true))
 		return wlk__corrupt(b);
 	r->prev = tail;
 	r->next = WLK_NIL;
@@ -101,7 +120,7 @@ static int list_prepend(struct wlk__bucket *b, struct list l, uint32_t ri)
 	struct wlk_seg_request *r = wlk__req(b, ri);
 	uint32_t head = *l.head;
 
-	if (!idx_ok(b, head))
+	if (!end_ok(b, head, *l.tail, false))
 		return wlk__corrupt(b);
 	r->prev = WLK_NIL;
 	r->next = head;

@@ -70,11 +70,11 @@ bool wlk__agent_probe(struct wlk__bucket *b, uint32_t ai,
 		return false;
 	if (wake->n_reaped == WLK_REAP_BATCH)
 		return false; /* the next pass gets it */
-	rc = pthread_mutex_trylock(&a->u.lifeline);
+	rc = wlk__mutex_trylock(&a->u.lifeline);
 	if (rc == EBUSY)
 		return false;
 	if (rc != 0 && rc != EOWNERDEAD)
-		return false; /* ENOTRECOVERABLE: not ours to judge */
+		return false; /* ENOTRECOVERABLE, damaged: not ours to judge */
 	/* Dead (EOWNERDEAD), or a slot whose owner unlocked without
 	 * detaching: either way nobody keeps it alive. We own it now. */
 	if (rc == EOWNERDEAD)

@@ -273,8 +273,10 @@ static int validate(struct wlk__bucket *b, const char *origin,
 	if (!wlk__same_pidns(h))
 		return WLK_ESECURITY;
 	/* Any state but READY is one its users already fail on (mutex.c):
-	 * a damaged one is poisoned as well, and openers move on. */
-	if (uatomic_read(&h->seg_state) != WLK_SEG_READY)
+	 * a damaged one is poisoned as well, and openers move on; so is a
+	 * mutex of another kind (mutex.c). */
+	if (uatomic_read(&h->seg_state) != WLK_SEG_READY ||
+	    !wlk__mutex_sane(&h->sync.mutex))
 		return SEG_BROKEN;
 	if (!wlk__header_ident_eq(h, origin, o))
 		return SEG_FOREIGN;

@@ -360,7 +360,8 @@ void wlk__client_free(struct wlk__bucket *b, uint32_t ci)
 /*
  * wlk__agent_alloc() - take a free agent slot and lock its lifeline; called
  * by the anchor thread, which then owns the lifeline. A free slot whose
- * lifeline is still held (a reaper between its two steps) is passed over.
+ * lifeline is still held (a reaper between its two steps), or damaged, is
+ * passed over.
  */
 int wlk__agent_alloc(struct wlk__bucket *b, uint32_t pid, uint64_t now,
 		     uint32_t *out)
@@ -378,7 +379,7 @@ int wlk__agent_alloc(struct wlk__bucket *b, uint32_t pid, uint64_t now,
 		a = wlk__agent(b, i);
 		if (WLK_WORD_STATE(a->word) != WLK_SLOT_FREE)
 			return wlk__corrupt(b);
-		rc = pthread_mutex_trylock(&a->u.lifeline);
+		rc = wlk__mutex_trylock(&a->u.lifeline);
 		if (rc == EOWNERDEAD)
 			rc = pthread_mutex_consistent(&a->u.lifeline);
 		if (rc) {

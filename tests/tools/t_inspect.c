@@ -997,6 +997,38 @@ Test(inspect, check_reports_a_planted_inconsistency, T_FIX, .timeout = 60)
 	T_ASSERT_RC(wlk_release(l), 0);
 }
 
+/*
+ * A name_bytes counter damaged so that the first size the copy tries
+ * wrapped to 0 (found by tests/fuzz): doubling 0 never reached the bound
+ * and wlk_inspect_snapshot() looped for ever.
+ */
+Test(inspect, wrapped_name_bytes_counter_does_not_hang_a_snapshot, T_FIX,
+     .timeout = 20)
+{
+	struct wlk_manager *m = t_open_opts(&small);
+	struct wlk_inspect_snapshot *s = NULL;
+	struct wlk_inspect *in = NULL;
+	struct wlk_lock *l = NULL;
+	struct wlk_seg_header *h;
+	char path[128], *base;
+	size_t size;
+
+	T_ASSERT_RC(wlk_acquire(m, "k", 1, NULL, &l), 0);
+	base = segment_bytes(&small, &size);
+	h = hdr_of(base);
+	/* 2 * name_bytes + n_names + 1024 == 2^64 */
+	h->n_names = 0;
+	h->name_bytes = (UINT64_MAX >> 1) - 511;
+	make_copy(path, sizeof(path), base, size);
+	T_ASSERT_RC(wlk_inspect_open_segment(path, 0, &in), 0);
+	T_ASSERT_RC(wlk_inspect_snapshot(in, &s), 0);
+	cr_assert_eq(s->n_requests, 1);
+	wlk_inspect_snapshot_free(s);
+	wlk_inspect_close(in);
+	free(base);
+	T_ASSERT_RC(wlk_release(l), 0);
+}
+
 static uint64_t fuzz_state = 0x9e3779b97f4a7c15ull;
 
 static uint64_t fuzz_rand(void)

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * t_damaged.c - segments damaged in ways the fuzzer (tests/fuzz) found:
+ * they must give errors, never crash a process of the bucket.
+ *
+ * A robust mutex in the segment (the segment mutex, an agent's lifeline)
+ * whose kind word says another kind of mutex: glibc trusts that word, and
+ * priority protection with a ceiling of 0 made its trylock abort.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common.h"
+#include "../../lib/layout.h"
+
+/* A second mapping of the segment this process has open, to damage it. */
+static uint8_t *map_segment(size_t *size)
+{
+	char path[512];
+	struct stat st;
+	uint8_t *p;
+	int fd;
+
+	cr_assert(t_mapped_segment(path, sizeof(path)));
+	fd = open(path, O_RDWR);
+	cr_assert_geq(fd, 0, "open %s", path);
+	cr_assert_eq(fstat(fd, &st), 0);
+	*size = (size_t)st.st_size;
+	p = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	close(fd);
+	return p;
+}
+
+static struct wlk_seg_agent *agent_at(uint8_t *seg, uint32_t i)
+{
+	const struct wlk_seg_header *h = (const struct wlk_seg_header *)seg;
+
+	return (struct wlk_seg_agent *)(seg + h->off_agents) + i;
+}
+
+/* The kind word of a process-shared priority-protection mutex. */
+static int pp_kind(void)
+{
+	pthread_mutexattr_t a;
+	pthread_mutex_t m;
+	int kind;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	cr_assert_eq(pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_PROTECT),
+		     0);
+	cr_assert_eq(pthread_mutex_init(&m, &a), 0);
+	kind = m.__data.__kind;
+	pthread_mutex_destroy(&m);
+	pthread_mutexattr_destroy(&a);
+	return kind;
+}
+
+/* Swap @mu's kind word for @kind; returns the old one. */
+static int set_kind(pthread_mutex_t *mu, int kind)
+{
+	return __atomic_exchange_n(&mu->__data.__kind, kind, __ATOMIC_SEQ_CST);
+}
+
+/* Open the bucket when told ('o'), take "z", say so ('h'), and close when
+ * told ('r'). */
+static int newcomer(void *arg)
+{
+	struct t_pipe *p = arg;
+	struct wlk_manager *m;
+	struct wlk_lock *l;
+	int rc;
+
+	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'o', 7);
+	rc = wlk_manager_open(t_origin, NULL, &m);
+	T_CHILD_CHECK(rc == 0, 1);
+	rc = wlk_acquire(m, "z", 1, NULL, &l);
+	T_CHILD_CHECK(rc == 0, 2);
+	T_CHILD_CHECK(wlk_manager_validate(m, NULL, NULL) == 0, 3);
+	T_CHILD_CHECK(t_put_byte(p[0].wr, 'h') == 0, 4);
+	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'r', 5);
+	T_CHILD_CHECK(wlk_release(l) == 0, 6);
+	wlk_manager_close(m);
+	return 0;
+}
+
+static pid_t start_newcomer(struct t_pipe p[2])
+{
+	t_pipe_open(&p[0]);
+	t_pipe_open(&p[1]);
+	/* Before this process opens the bucket: it inherits no descriptor. */
+	return t_fork(newcomer, p);
+}
+
+static void newcomer_attaches(struct t_pipe p[2])
+{
+	cr_assert_eq(t_put_byte(p[1].wr, 'o'), 0);
+	cr_assert_eq(t_get_byte(p[0].rd), 'h', "the newcomer did not get \"z\"");
+}
+
+static void newcomer_leaves(struct t_pipe p[2], pid_t pid)
+{
+	cr_assert_eq(t_put_byte(p[1].wr, 'r'), 0);
+	cr_assert_eq(t_wait(pid, T_WAIT_MS), 0);
+}
+
+/* The next opener's agent slot: a damaged lifeline there is skipped. */
+Test(damaged, free_lifeline_of_another_kind_is_passed_over, T_FIX,
+     .timeout = 20)
+{
+	struct wlk_manager *m;
+	struct t_pipe p[2];
+	pid_t pid = start_newcomer(p);
+	size_t size;
+	uint8_t *seg;
+	uint32_t ai;
+	int old;
+
+	m = t_open();
+	seg = map_segment(&size);
+	ai = ((struct wlk_seg_header *)seg)->free_agents;
+	cr_assert_lt(ai, WLK_MAX_AGENTS);
+	old = set_kind(&agent_at(seg, ai)->u.lifeline, pp_kind());
+
+	newcomer_attaches(p);
+	cr_assert_eq(t_held_n(m, "z", 1), 1);
+	newcomer_leaves(p, pid);
+	set_kind(&agent_at(seg, ai)->u.lifeline, old);
+	munmap(seg, size);
+	t_close(m);
+}
+
+/* Another live process's lifeline: its liveness is not judged by it. */
+Test(damaged, live_lifeline_of_another_kind_is_not_probed, T_FIX,
+     .timeout = 20)
+{
+	struct wlk_manager *m;
+	struct t_pipe p[2];
+	pid_t pid = start_newcomer(p);
+	struct wlk_seg_agent *a = NULL;
+	size_t size;
+	uint8_t *seg;
+	int old;
+
+	m = t_open();
+	newcomer_attaches(p);
+	seg = map_segment(&size);
+	for (uint32_t i = 0; i < WLK_MAX_AGENTS && !a; i++)
+		if (WLK_WORD_STATE(agent_at(seg, i)->word) == WLK_SLOT_USED &&
+		    agent_at(seg, i)->pid == (uint32_t)pid)
+			a = agent_at(seg, i);
+	cr_assert_not_null(a, "the newcomer's agent slot");
+	old = set_kind(&a->u.lifeline, pp_kind());
+
+	/* query() probes every other agent. */
+	cr_assert_eq(t_held_n(m, "z", 1), 1, "the newcomer still holds \"z\"");
+	set_kind(&a->u.lifeline, old);
+	newcomer_leaves(p, pid);
+	munmap(seg, size);
+	t_close(m);
+}
+
+/* The segment mutex: the segment is poisoned, openers move on. */
+Test(damaged, segment_mutex_of_another_kind_poisons, T_FIX, .timeout = 20)
+{
+	struct wlk_snapshot *s = NULL;
+	struct wlk_manager *m;
+	struct t_pipe p[2];
+	pid_t pid = start_newcomer(p);
+	struct wlk_seg_header *h;
+	size_t size;
+	uint8_t *seg;
+	int rc;
+
+	rc = wlk_manager_open(t_origin, NULL, &m);
+	cr_assert_eq(rc, 0, "open: %s", t_ename(rc));
+	seg = map_segment(&size);
+	h = (struct wlk_seg_header *)seg;
+	set_kind(&h->sync.mutex, pp_kind());
+
+	rc = wlk_query(m, &s);
+	cr_assert_eq(rc, WLK_ECORRUPT, "query: %s", t_ename(rc));
+	cr_assert_eq(h->seg_state, WLK_SEG_POISONED);
+	/* This process keeps generation 0 attached: generation 1. */
+	newcomer_attaches(p);
+	newcomer_leaves(p, pid);
+	munmap(seg, size);
+	wlk_manager_close(m);
+}
+
+/* Damaged before anybody locked it: the next opener poisons it. */
+Test(damaged, segment_mutex_of_another_kind_is_refused_at_attach, T_FIX,
+     .timeout = 20)
+{
+	struct wlk_manager *m;
+	struct t_pipe p[2];
+	pid_t pid = start_newcomer(p);
+	struct wlk_seg_header *h;
+	size_t size;
+	uint8_t *seg;
+	int rc;
+
+	rc = wlk_manager_open(t_origin, NULL, &m);
+	cr_assert_eq(rc, 0, "open: %s", t_ename(rc));
+	seg = map_segment(&size);
+	h = (struct wlk_seg_header *)seg;
+	set_kind(&h->sync.mutex, pp_kind());
+
+	newcomer_attaches(p);
+	cr_assert_eq(h->seg_state, WLK_SEG_POISONED);
+	newcomer_leaves(p, pid);
+	munmap(seg, size);
+	wlk_manager_close(m);
+}
+
+/* The name entry of @name in a mapped segment, or NULL. */
+static struct wlk_seg_name *name_entry(uint8_t *seg, const char *name)
+{
+	const struct wlk_seg_header *h = (const struct wlk_seg_header *)seg;
+
+	for (uint32_t i = 0; i < h->max_names; i++) {
+		struct wlk_seg_name *n = (struct wlk_seg_name *)(
+			seg + h->off_names + (size_t)i * h->name_stride);
+
+		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED &&
+		    n->len == strlen(name) && !memcmp(n + 1, name, n->len))
+			return n;
+	}
+	return NULL;
+}
+
+/*
+ * A queue whose tail is set while its head is not: a request appended
+ * there was out of reach of the grant, and an if_available one, which
+ * never waits, waited for ever.
+ */
+Test(damaged, queue_with_a_tail_and_no_head_is_corrupt, T_FIX, .timeout = 20)
+{
+	static const struct wlk_options sh = {.size = sizeof(sh),
+					      .mode = WLK_SHARED};
+	static const struct wlk_options avail = {.size = sizeof(avail),
+						 .mode = WLK_SHARED,
+						 .if_available = true};
+	struct wlk_manager *m = t_open(), *m2 = t_open();
+	struct wlk_lock *l = NULL, *l2 = NULL;
+	struct wlk_seg_name *n;
+	size_t size;
+	uint8_t *seg;
+
+	T_ASSERT_RC(wlk_acquire(m, "b", 1, &sh, &l), 0);
+	seg = map_segment(&size);
+	n = name_entry(seg, "b");
+	cr_assert_not_null(n);
+	cr_assert_eq(n->q_head, WLK_NIL);
+	n->q_tail = 0;
+
+	T_ASSERT_RC(wlk_acquire(m2, "b", 1, &avail, &l2), WLK_ECORRUPT);
+	/* Repaired by the next locker: the name works again. */
+	T_ASSERT_RC(wlk_acquire(m2, "b", 1, &avail, &l2), 0);
+	cr_assert_not_null(l2);
+	T_ASSERT_RC(wlk_release(l2), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
+	munmap(seg, size);
+}
