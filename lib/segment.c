@@ -21,8 +21,6 @@
 #define PAGE 4096u
 /* Largest segment a geometry may ask for. */
 #define MAX_SEGMENT_SIZE (1ull << 30)
-/* Attach retries when the name is unlinked or replaced under us. */
-#define ATTACH_RETRIES 16
 /*
  * Why a segment in use cannot be attached, besides real errors: it belongs
  * to another bucket (a hash collision: both live on, in two generations),
