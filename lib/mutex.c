@@ -155,9 +155,14 @@ int wlk__lock_until(struct wlk__bucket *b, struct wlk__wake *wake,
 
 	rc = lock_spin(mu, deadline, sig);
 	if (rc == EOWNERDEAD) {
-		/* Its owner died inside a critical section. */
+		/* Its owner died inside a critical section. A mutex that
+		 * cannot be made consistent turns unrecoverable at unlock:
+		 * poison first, so that lockers fail fast. */
 		rc = repair(b, wake);
-		pthread_mutex_consistent(mu);
+		if (pthread_mutex_consistent(mu)) {
+			poison(b);
+			rc = WLK_ECORRUPT;
+		}
 		if (rc) {
 			wlk__unlock(b, wake);
 			return rc;
