@@ -610,7 +610,7 @@ int wlk__validate(struct wlk__bucket *b, bool lock, wlk_violation_cb cb,
 /* recover.c */
 int wlk__rebuild(struct wlk__bucket *b) WLK_INTERNAL;
 int wlk__recover(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
-void wlk__segment_format(struct wlk__bucket *b) WLK_INTERNAL;
+int wlk__segment_format(struct wlk__bucket *b) WLK_INTERNAL;
 
 /* manager.c */
 bool wlk__manager_enter(struct wlk_manager *m) WLK_INTERNAL;

@@ -181,7 +181,9 @@ static int create(struct wlk__bucket *b, const char *origin,
 	if (rc)
 		return rc;
 	memcpy(b->seg_key, h->seg_key, sizeof(b->seg_key));
-	wlk__segment_format(b);
+	rc = wlk__segment_format(b);
+	if (rc)
+		return rc;
 	h->seg_state = WLK_SEG_READY;
 	/* Publish: an attacher that sees the magic sees everything above. */
 	cmm_smp_wmb();
