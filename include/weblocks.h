@@ -64,14 +64,16 @@
  *    locks and grant the queue. Measured failover (holder SIGKILLed ->
  *    blocked waiter in another process granted): see README and
  *    bench/failover. A request waiting behind more than 32 other processes
- *    also re-checks every 100 ms. Asynchronous requests (weblocks/async.h)
- *    are woken the same way, by exit and exec alike: a library thread
- *    sleeps on the lifelines of their blockers, and the manager's descriptor
- *    becomes readable within milliseconds of the death; only beyond 32
- *    blocking processes per manager or in the process does it fall back
- *    to a 100 ms re-check. Locks of a dead process that nobody waits
- *    for are released by the next request that would wait for them, by
- *    wlk_query(), or by the next process opening the bucket.
+ *    (WLK_WATCH_MAX in lib/tunables.h) also re-checks every 100 ms
+ *    (WLK_RECHECK_NS). Asynchronous requests (weblocks/async.h) are woken
+ *    the same way, by exit and exec alike: a library thread sleeps on the
+ *    lifelines of their blockers, and the manager's descriptor becomes
+ *    readable within milliseconds of the death; only beyond 32 blocking
+ *    processes per manager (PIDFD_MAX) or in the process (WLK_WATCH_MAX)
+ *    does it fall back to the 100 ms re-check. Locks of a dead process
+ *    that nobody waits for are released by the next request that would
+ *    wait for them, by wlk_query(), or by the next process opening the
+ *    bucket.
  *  - Alive: a process stopped (SIGSTOP) or slow keeps its locks; the spec's
  *    remedy is steal. A thread that exits is not a process that died.
  *  - Stopped inside the critical section: calls hold the segment mutex
@@ -79,9 +81,10 @@
  *    holds it keeps it until it continues. Meanwhile a request with a
  *    timeout or an abort signal that is not queued yet gives up on time
  *    (WLK_ETIMEDOUT or the reason, nothing queued; the signal is looked at
- *    every 5 ms), and what the fast path can do without the mutex goes on
- *    (an uncontended name, while the manager has a spare slot). Everything
- *    else that needs the mutex waits for it, in every name of the bucket:
+ *    every 5 ms, WLK_LOCK_SLICE_NS in lib/tunables.h), and what the fast
+ *    path can do without the mutex goes on (an uncontended name, while the
+ *    manager has a spare slot). Everything else that needs the mutex waits
+ *    for it, in every name of the bucket:
  *    requests with neither timeout nor signal (steal included), a queued
  *    request whose timeout passes or whose signal fires (it must leave its
  *    queue first), wlk_release() of a lock not held through the fast
@@ -395,8 +398,8 @@ struct wlk_manager_options {
  * * %WLK_ECORRUPT - the segment failed validation.
  * * -EAGAIN - this process's anchor thread could not be started (it is
  *   started by the first open: RLIMIT_NPROC, or out of threads), or the
- *   segment was removed or replaced 16 times in a row while this call
- *   attached to it.
+ *   segment was removed or replaced 16 times in a row (ATTACH_RETRIES in
+ *   lib/tunables.h) while this call attached to it.
  * * -ENOMEM, -ENOSPC (no room in /dev/shm for the segment, which is then
  *   not left behind), -EMFILE and other -errno values from shm_open(),
  *   ftruncate(), mmap() or fcntl().
@@ -540,10 +543,11 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  * leaves a request queued. The timeout and the signal also bound the wait
  * for the segment mutex before the request is queued, which a process
  * stopped inside the critical section holds up (TERMINATION MODEL above).
- * A request that has to wait spins first, for up
- * to 20 us, when more than one CPU is online: a request without timeout or
- * signal that finds the name held by one uncontended holder spins on the
- * name's entry, and that holder's release hands it the lock directly.
+ * A request that has to wait spins first, for up to 20 us (WLK_SPIN_NS in
+ * lib/tunables.h), when more than one CPU is online: a request without
+ * timeout or signal that finds the name held by one uncontended holder
+ * spins on the name's entry, and that holder's release hands it the lock
+ * directly.
  *
  * A lock stolen between its grant and the start of @cb is still a grant:
  * @cb runs (wlk_lock_stolen() is true) and %WLK_ESTOLEN is returned.
@@ -848,8 +852,9 @@ typedef void (*wlk_violation_cb)(const char *what, void *arg);
 /**
  * wlk_manager_validate() - Check every invariant of the bucket's segment.
  * @m:   the manager.
- * @cb:  called once per violation found (at most 64, then a summary
- *       line), after the segment mutex is released; or NULL.
+ * @cb:  called once per violation found (at most 64, REPORT_KEPT in
+ *       lib/tunables.h, then a summary line), after the segment mutex is
+ *       released; or NULL.
  * @arg: passed to @cb.
  *
  * A debugging aid and the oracle of the crash tests: checks, under the

@@ -7,10 +7,6 @@
 
 #include "internal.h"
 
-/* Processes whose death a manager watches through pidfds. */
-#define PIDFD_MAX 32
-#define EVENTS_BATCH 32
-
 struct pidwatch {
 	uint32_t agent, gen;
 	int fd;

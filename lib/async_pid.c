@@ -24,9 +24,6 @@
 
 #include "async_internal.h"
 
-/* Attempts to arm a lifeline while its word keeps changing. */
-#define ARM_TRIES 3
-
 static void drop(struct wlk__actx *a, unsigned int i)
 {
 	epoll_ctl(a->epfd, EPOLL_CTL_DEL, a->pid[i].fd, NULL);

@@ -42,12 +42,6 @@
 
 #include "internal.h"
 
-
-#define BIND_TRIES 8
-#define DRAIN_BATCH 32
-/* Eventfds of other processes' doorbells this process keeps open. */
-#define BELL_CACHE 32
-
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int sender = -1; /* an unbound socket to send from */
 static unsigned int euid;

@@ -121,10 +121,6 @@ struct wlk__lane *wlk__lane_take(struct wlk_manager *m)
 	return NULL;
 }
 
-/* How many times an acquire looks at a changing fast word before it takes
- * the mutex instead. */
-#define WLK_FAST_TRIES 4
-
 /* The holder or waiter part of a fast word for slot @s, gen @g, @mode. */
 static uint64_t who(uint32_t s, uint32_t g, enum wlk_mode mode)
 {

@@ -28,8 +28,8 @@
 #define FUTEX2_SIZE_U32 0x02
 #endif
 
-/* Without futex_waitv (Linux < 5.16), sleep on the first word in slices. */
-#define WLK_FALLBACK_SLICE_NS (2ull * 1000 * 1000)
+/* Without futex_waitv (Linux < 5.16), sleep on the first word in slices
+ * (WLK_FALLBACK_SLICE_NS, tunables.h). */
 #define WLK_WAITV_MAX (3 + WLK_WATCH_MAX)
 
 static int waitv_missing; /* [A] futex_waitv returned ENOSYS once */

@@ -222,7 +222,7 @@ void wlk__stash_fill(struct wlk_manager *m)
 			lane = &m->lanes[i];
 	if (!lane)
 		return;
-	if (h->n_requests >= b->geo.max_requests - b->geo.max_requests / 4) {
+	if (h->n_requests >= b->geo.max_requests - b->geo.max_requests / WLK_LANE_SPARE_DIV) {
 		uatomic_set(&lane->state, WLK_LANE_EMPTY);
 		return;
 	}

@@ -19,15 +19,13 @@
 #include "weblocks.h"
 #include "weblocks/async.h"
 #include "layout.h"
+#include "tunables.h"
 #include "failpoint.h"
 
 #define WLK_INTERNAL __attribute__((__visibility__("hidden")))
 
 /* Per-thread caches (handle.c, fast.c): found without a call. */
 #define WLK_TLS __thread __attribute__((tls_model("initial-exec")))
-/* Names up to this many bytes are cached per thread: the spare lock
- * handle's buffer (handle.c) and the last name found (fast.c). */
-#define WLK_SHORT_NAME 48
 
 /* System calls glibc 2.36 has no wrapper for (numbers as on every
  * architecture since Linux 5.3 and 5.6). */
@@ -44,30 +42,9 @@
 #define WLK_KEY_BYTES 16
 #define WLK_SHM_NAME_MAX 64
 
-/*
- * Spinning before sleeping, on machines with more than one CPU: a lock
- * handed over within this long costs no system call on either side.
- */
-#define WLK_SPIN_NS (20ull * 1000)
-#define WLK_SPIN_CHECK 64 /* pause instructions between clock reads */
-#define WLK_MUTEX_SPINS 200 /* tries at the segment mutex before sleeping */
+/* Spinning before sleeping (WLK_SPIN_NS, tunables.h) pays off only with
+ * more than one CPU online. */
 bool wlk__spin_ok(void) WLK_INTERNAL;
-
-/* Grants whose waiters are woken one by one; more fall back to a sweep. */
-#define WLK_WAKE_BATCH 32
-/* Dead agents reaped per critical section (their lifelines are unlocked
- * after it); wlk__reap_all() says when more are left for another pass. */
-#define WLK_REAP_BATCH 32
-/* Lifelines one waiter watches; with more blockers it also re-checks on a
- * timer (WLK_RECHECK_NS). */
-#define WLK_WATCH_MAX 32
-#define WLK_RECHECK_NS (100ull * 1000 * 1000)
-/*
- * The kernel wakes one watcher of a dead lifeline. If that watcher dies too
- * before passing the news on, the others would sleep on: so a blocked
- * request also looks again after this long. Only waiters pay for it.
- */
-#define WLK_SAFETY_RECHECK_NS (1000ull * 1000 * 1000)
 
 #define WLK_NSEC_PER_SEC 1000000000ull
 
@@ -119,7 +96,6 @@ struct wlk__bucket {
  * state: EMPTY (no slot), READY (slot RESERVED, free to take), BUSY (taken
  * by a fast lock, or being filled).
  */
-#define WLK_LANES 4
 enum { WLK_LANE_EMPTY = 0, WLK_LANE_READY = 1, WLK_LANE_BUSY = 2 };
 struct wlk__lane {
 	uint32_t state; /* [A] */
@@ -631,7 +607,7 @@ int wlk__validate(struct wlk__bucket *b, bool lock, wlk_violation_cb cb,
 /* recover.c */
 int wlk__rebuild(struct wlk__bucket *b) WLK_INTERNAL;
 int wlk__recover(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
-void wlk__segment_format(struct wlk__bucket *b) WLK_INTERNAL;
+int wlk__segment_format(struct wlk__bucket *b) WLK_INTERNAL;
 
 /* manager.c */
 bool wlk__manager_enter(struct wlk_manager *m) WLK_INTERNAL;

@@ -64,7 +64,11 @@ static int manager_open(const char *origin,
 		return -ENOMEM;
 	m->refs = 1;
 	m->fork_gen = wlk__fork_gen();
-	pthread_mutex_init(&m->amu, NULL);
+	rc = pthread_mutex_init(&m->amu, NULL);
+	if (rc) {
+		free(m);
+		return wlk__errno(rc);
+	}
 	rc = set_client_id(m, o);
 	if (!rc)
 		rc = wlk__bucket_get(origin, o, &m->b);

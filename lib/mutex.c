@@ -91,12 +91,12 @@ static int repair(struct wlk__bucket *b, struct wlk__wake *wake)
 
 /*
  * Waiting for the mutex with a deadline or an abort signal: glibc cannot
- * wake a mutex waiter for a signal, so the wait is cut into slices of this
- * long, each a pthread_mutex_clocklock(), with the signal looked at in
- * between. Only a wait that outlasts a critical section by far (its owner
- * stopped or descheduled inside it) ever sees a slice end.
+ * wake a mutex waiter for a signal, so the wait is cut into slices of
+ * WLK_LOCK_SLICE_NS (tunables.h), each a pthread_mutex_clocklock(), with
+ * the signal looked at in between. Only a wait that outlasts a critical
+ * section by far (its owner stopped or descheduled inside it) ever sees a
+ * slice end.
  */
-#define WLK_LOCK_SLICE_NS (5ull * 1000 * 1000)
 
 /*
  * Sleep for the mutex until @deadline (0: none) or until @sig is aborted.
@@ -192,9 +192,14 @@ int wlk__lock_until(struct wlk__bucket *b, struct wlk__wake *wake,
 	}
 	rc = lock_spin(mu, deadline, sig);
 	if (rc == EOWNERDEAD) {
-		/* Its owner died inside a critical section. */
+		/* Its owner died inside a critical section. A mutex that
+		 * cannot be made consistent turns unrecoverable at unlock:
+		 * poison first, so that lockers fail fast. */
 		rc = repair(b, wake);
-		pthread_mutex_consistent(mu);
+		if (pthread_mutex_consistent(mu)) {
+			poison(b);
+			rc = WLK_ECORRUPT;
+		}
 		if (rc) {
 			wlk__unlock(b, wake);
 			return rc;

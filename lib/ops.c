@@ -316,55 +316,63 @@ int wlk__abort_request(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
  * waiting request if its name's fast word says so (inflated, then released
  * or aborted like any other), and otherwise an acquire in flight, which
  * only a dead owner leaves behind: a live owner finds its client gone and
- * discards the slot itself.
+ * discards the slot itself. Return: 0 or WLK_ECORRUPT.
  */
-static void drop_fast(struct wlk__bucket *b, uint32_t ri, uint32_t w,
-		      bool dead, struct wlk__wake *wake)
+static int drop_fast(struct wlk__bucket *b, uint32_t ri, uint32_t w,
+		     bool dead, struct wlk__wake *wake)
 {
 	struct wlk_seg_request *r = wlk__req(b, ri);
 	uint32_t ni = r->name;
+	int rc;
 
 	if (WLK_WORD_STATE(w) == WLK_SLOT_RESERVED) {
 		wlk__req_reclaim(b, ri, w);
-		return;
+		return 0;
 	}
 	if (ni < b->geo.max_names && (wlk__fast_holds(b, ni, ri) ||
 				      wlk__fast_waits(b, ni, ri))) {
 		uint32_t now;
 
-		if (wlk__name_inflate(b, ni))
-			return;
+		rc = wlk__name_inflate(b, ni);
+		if (rc)
+			return rc;
 		now = wlk__req(b, ri)->word;
 		if (now == WLK_WORD(WLK_WORD_GEN(w), WLK_SLOT_HELD))
-			unhold(b, ri, wake);
-		else if (now == WLK_WORD(WLK_WORD_GEN(w), WLK_SLOT_PENDING))
-			unqueue(b, ri, wake);
-		return;
+			return unhold(b, ri, wake);
+		if (now == WLK_WORD(WLK_WORD_GEN(w), WLK_SLOT_PENDING))
+			return unqueue(b, ri, wake);
+		return 0;
 	}
 	if (dead) {
 		wlk__fast_unclaim(b, ri);
 		wlk__req_free(b, ri);
 	}
+	return 0;
 }
 
 /* Step 1 for one slot of the client: abort it if it is a request, pending
- * or its name's fast waiter (inflated: then it is pending). */
-static void abort_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
-		      uint32_t cgen, struct wlk__wake *wake)
+ * or its name's fast waiter (inflated: then it is pending). Return: 0 or
+ * WLK_ECORRUPT. */
+static int abort_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
+		     uint32_t cgen, struct wlk__wake *wake)
 {
 	struct wlk_seg_request *r = wlk__req(b, ri);
 	uint32_t w = uatomic_read(&r->word);
 
 	if (WLK_WORD_STATE(w) == WLK_SLOT_FAST) {
 		uint32_t ni = uatomic_read(&r->name);
+		int rc;
 
-		if (ni >= b->geo.max_names || !wlk__fast_waits(b, ni, ri) ||
-		    wlk__name_inflate(b, ni))
-			return;
+		if (ni >= b->geo.max_names || !wlk__fast_waits(b, ni, ri))
+			return 0;
+		rc = wlk__name_inflate(b, ni);
+		if (rc)
+			return rc;
 		w = uatomic_read(&r->word);
 	}
 	if (WLK_WORD_STATE(w) == WLK_SLOT_PENDING)
-		abort_queued(b, ri, ci, cgen, wake);
+		return abort_queued(b, ri, ci, cgen, wake);
+	return 0;
 }
 
 /*
@@ -375,17 +383,21 @@ static void abort_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
  * would grant the client's own request queued behind it for an instant,
  * and give it a fencing token. The second pass also drops what the first
  * could not (a request in no queue: damage that recovery repairs).
+ * A step that finds damage does not stop the others: the client goes
+ * anyway, and the segment is flagged for repair by the next locker.
  */
 void wlk__drop_client(struct wlk__bucket *b, uint32_t ci, bool dead,
 		      struct wlk__wake *wake)
 {
 	uint32_t gen = WLK_WORD_GEN(wlk__client(b, ci)->word);
+	bool damaged = false;
 
 	for (uint32_t ri = 0; ri < b->geo.max_requests; ri++) {
 		struct wlk_seg_request *r = wlk__req(b, ri);
 
-		if (r->client == ci && r->client_gen == gen)
-			abort_own(b, ri, ci, gen, wake);
+		if (r->client == ci && r->client_gen == gen &&
+		    abort_own(b, ri, ci, gen, wake))
+			damaged = true;
 	}
 	for (uint32_t ri = 0; ri < b->geo.max_requests; ri++) {
 		struct wlk_seg_request *r = wlk__req(b, ri);
@@ -396,17 +408,23 @@ void wlk__drop_client(struct wlk__bucket *b, uint32_t ci, bool dead,
 		    r->client_gen != gen)
 			continue;
 		if (state == WLK_SLOT_RESERVED || state == WLK_SLOT_FAST) {
-			drop_fast(b, ri, w, dead, wake);
+			if (drop_fast(b, ri, w, dead, wake))
+				damaged = true;
 			continue;
 		}
 		wlk__wake_add(b, wake, ri);
 		WLK_FAILPOINT(drop_client_mid);
-		if (state == WLK_SLOT_PENDING)
-			unqueue(b, ri, wake);
-		else if (state == WLK_SLOT_HELD)
-			unhold(b, ri, wake);
-		else
+		if (state == WLK_SLOT_PENDING) {
+			if (unqueue(b, ri, wake))
+				damaged = true;
+		} else if (state == WLK_SLOT_HELD) {
+			if (unhold(b, ri, wake))
+				damaged = true;
+		} else {
 			wlk__req_free(b, ri);
+		}
 	}
 	wlk__client_free(b, ci);
+	if (damaged)
+		wlk__corrupt(b);
 }

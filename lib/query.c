@@ -18,9 +18,6 @@
 
 #include "internal.h"
 
-/* Spare room on top of the counters, for requests made meanwhile. */
-#define QUERY_SLACK 16
-
 struct qent {
 	size_t name_off;
 	uint32_t name_len;

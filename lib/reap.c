@@ -28,9 +28,6 @@
 
 #include "internal.h"
 
-/* Attempts to arm one lifeline while its word keeps changing. */
-#define WATCH_TRIES 3
-
 /* The futex word of a lifeline: glibc's lock word, tid | flags. */
 uint32_t *wlk__lifeline_word(struct wlk__bucket *b, uint32_t ai)
 {

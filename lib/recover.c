@@ -291,33 +291,42 @@ int wlk__rebuild(struct wlk__bucket *b)
 	return 0;
 }
 
-/* Initialise the derived state of a freshly zeroed segment. */
-void wlk__segment_format(struct wlk__bucket *b)
+/*
+ * wlk__segment_format() - initialise the derived state of a freshly zeroed
+ * segment. Return: 0, or WLK_ECORRUPT if its header changed under us.
+ */
+int wlk__segment_format(struct wlk__bucket *b)
 {
-	wlk__rebuild(b);
+	int rc = wlk__rebuild(b);
+
 	b->hdr->intent_op = WLK_INTENT_NONE;
+	return rc;
 }
 
-/* Redo a steal that its requester did not finish. */
-static void redo_intent(struct wlk__bucket *b, struct wlk__wake *wake)
+/* Redo a steal that its requester did not finish. Return: 0 or
+ * WLK_ECORRUPT. */
+static int redo_intent(struct wlk__bucket *b, struct wlk__wake *wake)
 {
 	struct wlk_seg_header *h = b->hdr;
 	uint32_t ri = h->intent_args[0], gen = h->intent_args[1];
+	int rc = 0;
 
 	if (h->intent_op == WLK_INTENT_STEAL && ri < b->geo.max_requests) {
 		uint32_t w = wlk__req(b, ri)->word;
 
 		if (w == WLK_WORD(gen, WLK_SLOT_PENDING) ||
 		    w == WLK_WORD(gen, WLK_SLOT_HELD))
-			wlk__steal_apply(b, ri, wake);
+			rc = wlk__steal_apply(b, ri, wake);
 	}
 	h->intent_op = WLK_INTENT_NONE;
+	return rc;
 }
 
 /*
  * wlk__recover() - repair the segment under its mutex (EOWNERDEAD or a bad
  * index seen by an operation). Every waiter is woken afterwards to re-check.
- * Return: 0, or WLK_ECORRUPT if the segment cannot be repaired.
+ * Return: 0, or WLK_ECORRUPT if the segment cannot be repaired: the state
+ * just rebuilt does not hold together.
  */
 int wlk__recover(struct wlk__bucket *b, struct wlk__wake *wake)
 {
@@ -327,15 +336,25 @@ int wlk__recover(struct wlk__bucket *b, struct wlk__wake *wake)
 	rc = wlk__rebuild(b);
 	if (rc)
 		return rc;
-	WLK_FAILPOINT(recover_mid);
-	redo_intent(b, wake);
-	/* The dead thread's process is often dead as a whole. */
-	wlk__reap_all(b, wake);
-	for (uint32_t i = 0; i < b->geo.max_names; i++)
-		if (WLK_WORD_STATE(wlk__name(b, i)->word) == WLK_SLOT_USED)
-			wlk__process_queue(b, i, wake);
-	h->recovery_epoch++;
+	/* Cleared here, not at the end: damage the steps below meet (a
+	 * reaped client's queues) stays flagged for the next locker. */
 	uatomic_set(&h->needs_repair, 0);
+	WLK_FAILPOINT(recover_mid);
+	rc = redo_intent(b, wake);
+	if (rc)
+		return rc;
+	/* The dead thread's process is often dead as a whole. Dead agents
+	 * beyond one batch are left to the next pass (attach, query, or a
+	 * waiter their lifeline wakes): not an error. */
+	(void)wlk__reap_all(b, wake);
+	for (uint32_t i = 0; i < b->geo.max_names; i++) {
+		if (WLK_WORD_STATE(wlk__name(b, i)->word) != WLK_SLOT_USED)
+			continue;
+		rc = wlk__process_queue(b, i, wake);
+		if (rc)
+			return rc;
+	}
+	h->recovery_epoch++;
 	wake->sweep = true;
 	return 0;
 }

@@ -21,7 +21,6 @@
 
 #include "internal.h"
 
-#define REGISTRY_INIT_BUCKETS 16
 /*
  * The anchor thread holds one lifeline (a robust mutex) per mapped bucket;
  * the kernel releases at most 2048 robust mutexes of a dying thread, so a

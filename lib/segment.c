@@ -22,8 +22,6 @@
 #define PAGE 4096u
 /* Largest segment a geometry may ask for. */
 #define MAX_SEGMENT_SIZE (1ull << 30)
-/* Attach retries when the name is unlinked or replaced under us. */
-#define ATTACH_RETRIES 16
 /*
  * Why a segment in use cannot be attached, besides real errors: it belongs
  * to another bucket (a hash collision: both live on, in two generations),
@@ -184,7 +182,9 @@ static int create(struct wlk__bucket *b, const char *origin,
 	if (rc)
 		return rc;
 	memcpy(b->seg_key, h->seg_key, sizeof(b->seg_key));
-	wlk__segment_format(b);
+	rc = wlk__segment_format(b);
+	if (rc)
+		return rc;
 	h->seg_state = WLK_SEG_READY;
 	/* Publish: an attacher that sees the magic sees everything above. */
 	cmm_smp_wmb();

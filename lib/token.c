@@ -25,9 +25,6 @@
  * set back too, unless the bucket was removed (or /dev/shm emptied).
  */
 
-/* Bytes read at a time when looking for tokens in a segment file. */
-#define MARK_CHUNK 8192u
-
 /*
  * wlk__token_mark_fd() - the largest fencing token segment file @fd
  * holds, or 0. It is read, not

@@ -16,14 +16,6 @@
 
 #include "internal.h"
 
-/* Violations kept for reporting; later ones are only counted. */
-#define REPORT_KEPT 64
-#define REPORT_LEN 160
-
-/* How often a name's fast words may move under check_fast() before it
- * gives up on them (the fast path is busy; nothing to conclude). */
-#define VALIDATE_FAST_TRIES 64
-
 struct vctx {
 	struct wlk__bucket *b;
 	unsigned int count;

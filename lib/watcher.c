@@ -38,8 +38,6 @@
 
 #include "async_internal.h"
 
-#define WATCH_EVENTS 16
-
 static pthread_mutex_t wmu = PTHREAD_MUTEX_INITIALIZER;
 static int wep = -1;			/* under wmu */
 static uint64_t next_key;		/* under wmu */
