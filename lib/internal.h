@@ -381,7 +381,10 @@ int wlk__segment_remove(const char *shm_name) WLK_INTERNAL;
 int wlk__bucket_get(const char *origin, const struct wlk_manager_options *o,
 		    struct wlk__bucket **out) WLK_INTERNAL;
 void wlk__bucket_put(struct wlk__bucket *b) WLK_INTERNAL;
+
+/* proc.c: the fork generation, bumped in the child (registry.c) */
 unsigned long wlk__fork_gen(void) WLK_INTERNAL;
+void wlk__fork_gen_bump(void) WLK_INTERNAL;
 
 /* fast.c, inflate.c: the fast path (layout.h, FAST PATH) and its mutex side. */
 
