@@ -519,6 +519,8 @@ void wlk__watch_init(struct wlk__bucket *b, struct wlk_lock *l,
 	WLK_INTERNAL;
 int wlk__settle(struct wlk_manager *m, struct wlk_lock *l, bool *got)
 	WLK_INTERNAL;
+int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		      bool keep) WLK_INTERNAL;
 int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 		 bool closing) WLK_INTERNAL;
 int wlk__dropped(struct wlk_manager *m) WLK_INTERNAL;
@@ -601,8 +603,6 @@ void wlk__lock_free(struct wlk_lock *l) WLK_INTERNAL;
 /* async.c */
 void wlk__async_close(struct wlk_manager *m) WLK_INTERNAL;
 void wlk__async_unwatch(struct wlk_lock *l) WLK_INTERNAL;
-int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
-		      bool keep) WLK_INTERNAL;
 bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
 			struct wlk__wake *wake, uint32_t *agents,
 			unsigned int max, unsigned int *n) WLK_INTERNAL;

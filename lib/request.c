@@ -35,19 +35,6 @@ static int validate(struct wlk_manager *m, const char *name, size_t *len,
 	return 0;
 }
 
-int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
-		      bool keep)
-{
-	struct wlk__wake wake;
-	int rc = wlk__lock(b, &wake);
-
-	if (rc)
-		return rc;
-	rc = wlk__release_lock(b, slot, gen, keep, &wake);
-	wlk__unlock(b, &wake);
-	return rc;
-}
-
 /*
  * Release @l's lock: by the fast path if it took it that way and its name
  * is still not inflated, else under the mutex. A lock in a slot of one of
