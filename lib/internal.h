@@ -127,6 +127,17 @@ struct wlk__lane {
 	uint32_t gen;
 };
 
+/*
+ * The async path's part in closing a manager and releasing a lock. The
+ * async files are a leaf above the core API: they install these hooks when
+ * a manager's async context is created, and the core calls through them,
+ * only on paths a manager without one never takes.
+ */
+struct wlk__async_hooks {
+	void (*close)(struct wlk_manager *m);  /* callbacks owed: WLK_ESTATE */
+	void (*unwatch)(struct wlk_lock *l);   /* l->watched: watched no more */
+};
+
 /* struct wlk_manager: a client of a bucket. */
 struct wlk_manager {
 	struct wlk__bucket *b;
@@ -138,7 +149,10 @@ struct wlk_manager {
 	uint32_t client_gen;
 	char client_id[WLK_CLIENT_ID_MAX + 1];
 	pthread_mutex_t amu;     /* guards actx and what hangs off it */
-	struct wlk__actx *actx;  /* async state (async.c), NULL until used */
+	struct wlk__actx *actx;  /* async state (async_dispatch.c), NULL until
+				    used */
+	const struct wlk__async_hooks *async; /* [A] set with actx under
+						 amu, never cleared */
 	struct wlk__lane lanes[WLK_LANES];
 };
 
@@ -600,9 +614,7 @@ struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 			       size_t len, enum wlk_mode mode) WLK_INTERNAL;
 void wlk__lock_free(struct wlk_lock *l) WLK_INTERNAL;
 
-/* async.c */
-void wlk__async_close(struct wlk_manager *m) WLK_INTERNAL;
-void wlk__async_unwatch(struct wlk_lock *l) WLK_INTERNAL;
+/* reap.c, for async_pid.c */
 bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
 			struct wlk__wake *wake, uint32_t *agents,
 			unsigned int max, unsigned int *n) WLK_INTERNAL;

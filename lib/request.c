@@ -272,7 +272,7 @@ WLK_EXPORT int wlk_release(struct wlk_lock *l)
 	/* In a fork child the lock is the parent's: touch nothing shared. */
 	if (m->fork_gen == wlk__fork_gen()) {
 		if (l->watched)
-			wlk__async_unwatch(l);
+			uatomic_read(&m->async)->unwatch(l);
 		rc = release_handle(l);
 	}
 	wlk__lock_free(l);
