@@ -77,8 +77,8 @@ static int enqueue(struct wlk_manager *m, struct wlk_async *r,
 	int rc = wlk__lock_until(m->b, &wake, r->deadline, r->sig);
 
 	if (!rc) {
-		rc = wlk__request_lock(m->b, &e, &wake, &r->l->slot,
-				       &r->l->gen);
+		rc = wlk__request_reaping(m->b, &e, &wake, &r->l->slot,
+					  &r->l->gen);
 		wlk__unlock(m->b, &wake);
 	} else if (rc == WLK_ETIMEDOUT ||
 		   (r->sig && rc == uatomic_read(&r->sig->reason))) {

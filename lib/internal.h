@@ -472,7 +472,10 @@ struct wlk__enqueue {
 	uint64_t hash; /* wlk__name_hash() of the name, by the caller */
 	uint32_t own, own_gen; /* a slot the client keeps in reserve, to use
 				* first; WLK_NIL: none */
+	bool probed; /* the holders of an if_available miss were reaped */
 };
+/* wlk__request_lock(): an if_available miss, holders not yet probed. */
+#define WLK_REQ_UNPROBED 2
 int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		      struct wlk__wake *wake, uint32_t *slot,
 		      uint32_t *gen) WLK_INTERNAL;
@@ -624,8 +627,9 @@ uint32_t *wlk__lifeline_word(struct wlk__bucket *b, uint32_t ai) WLK_INTERNAL;
 bool wlk__agent_probe(struct wlk__bucket *b, uint32_t ai,
 		      struct wlk__wake *wake) WLK_INTERNAL;
 bool wlk__reap_all(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
-bool wlk__reap_name(struct wlk__bucket *b, uint32_t ni,
-		    struct wlk__wake *wake) WLK_INTERNAL;
+int wlk__request_reaping(struct wlk__bucket *b, const struct wlk__enqueue *e,
+			 struct wlk__wake *wake, uint32_t *slot,
+			 uint32_t *gen) WLK_INTERNAL;
 bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
 		    struct wlk__waitv *v, unsigned int max,
 		    unsigned int *n) WLK_INTERNAL;

@@ -104,7 +104,7 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 			uatomic_set(&lane->state, WLK_LANE_READY);
 		return rc;
 	}
-	rc = wlk__request_lock(b, &e, &wake, &l->slot, &l->gen);
+	rc = wlk__request_reaping(b, &e, &wake, &l->slot, &l->gen);
 	if (lane) {
 		if (rc == 0 && l->slot == lane->slot) {
 			l->lane = (uint8_t)(lane - m->lanes);
