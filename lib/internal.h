@@ -410,6 +410,27 @@ static inline uint64_t wlk__fast_load(const uint64_t *f)
 	cmm_smp_rmb();
 	return v;
 }
+
+/* Whether name @n has neither held set nor queue. */
+static inline bool wlk__name_idle(const struct wlk_seg_name *n)
+{
+	return n->h_head == WLK_NIL && n->q_head == WLK_NIL;
+}
+
+/*
+ * Under the mutex: an idle name goes back to the fast path. Only from OFF:
+ * a grant through the fast word may have put a holder there already
+ * (queue.c).
+ */
+static inline void wlk__name_deflate(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t ngen = WLK_WORD_GEN(n->word);
+
+	uatomic_cmpxchg(&n->fast, WLK_FAST(ngen, 0, 0, 0),
+			WLK_FAST(ngen, 1, 0, 0));
+}
+
 void wlk__slot_unclaim(struct wlk_manager *m, struct wlk_lock *l) WLK_INTERNAL;
 int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l,
 		      bool may_wait) WLK_INTERNAL;
@@ -426,7 +447,7 @@ void wlk__fast_unclaim(struct wlk__bucket *b, uint32_t ri) WLK_INTERNAL;
 int wlk__name_inflate(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
 bool wlk__fast_waits(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
 	WLK_INTERNAL;
-void wlk__name_deflate(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
+int wlk__idle_inflate(struct wlk__bucket *b) WLK_INTERNAL;
 bool wlk__fast_holds(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
 	WLK_INTERNAL;
 void wlk__stash_fill(struct wlk_manager *m) WLK_INTERNAL;

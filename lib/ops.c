@@ -126,7 +126,10 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		if (rc)
 			return rc;
 	} else {
-		rc = wlk__name_new(b, e->name, e->name_len, hash, &ni);
+		rc = h->free_names == WLK_NIL ? wlk__idle_inflate(b) : 0;
+		if (!rc)
+			rc = wlk__name_new(b, e->name, e->name_len, hash,
+					   &ni);
 		if (rc)
 			return rc;
 		WLK_FAILPOINT(request_after_name);
