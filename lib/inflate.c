@@ -8,17 +8,15 @@
 #include "internal.h"
 
 /*
- * wlk__fast_discard() - a fast lane's slot whose manager was closed while
- * it was in use: free it, unless it went already or is a held lock.
+ * wlk__fast_discard() - under the mutex: a fast lane's slot whose manager
+ * was closed while it was in use: free it, unless it went already or is a
+ * held lock.
  */
 void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)
 {
 	struct wlk_seg_request *r = wlk__req(b, s);
-	struct wlk__wake wake;
 	uint32_t w, ni;
 
-	if (wlk__lock(b, &wake))
-		return;
 	w = r->word;
 	ni = uatomic_read(&r->name); /* once: bounded, then used */
 	if (w == WLK_WORD(g, WLK_SLOT_RESERVED))
@@ -27,7 +25,6 @@ void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)
 		 (ni >= b->geo.max_names || (!wlk__fast_holds(b, ni, s) &&
 					     !wlk__fast_waits(b, ni, s))))
 		wlk__req_free(b, s);
-	wlk__unlock(b, &wake);
 }
 
 /*

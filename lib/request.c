@@ -35,6 +35,17 @@ static int validate(struct wlk_manager *m, const char *name, size_t *len,
 	return 0;
 }
 
+/* A fast lock released after its manager closed: its slot goes. */
+static void discard(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
+{
+	struct wlk__wake wake;
+
+	if (wlk__lock(b, &wake))
+		return;
+	wlk__fast_discard(b, slot, gen);
+	wlk__unlock(b, &wake);
+}
+
 /*
  * Release @l's lock: by the fast path if it took it that way and its name
  * is still not inflated, else under the mutex. A lock in a slot of one of
@@ -50,7 +61,7 @@ static int release_handle(struct wlk_lock *l)
 
 	if (l->fast && !wlk__fast_release(l)) {
 		if (uatomic_read(&m->closed)) {
-			wlk__fast_discard(m->b, l->slot, l->gen);
+			discard(m->b, l->slot, l->gen);
 			uatomic_set(&lane->state, WLK_LANE_EMPTY);
 		}
 		return 0;
