@@ -431,6 +431,11 @@ static inline void wlk__name_deflate(struct wlk__bucket *b, uint32_t ni)
 			WLK_FAST(ngen, 1, 0, 0));
 }
 
+/*
+ * A fast operation succeeded while a query copies the bucket: the caller
+ * waits for the copy (wlk__freeze_wait()), then goes on as after 0.
+ */
+#define WLK_FAST_FROZEN 3
 void wlk__slot_unclaim(struct wlk_manager *m, struct wlk_lock *l) WLK_INTERNAL;
 int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l,
 		      bool may_wait) WLK_INTERNAL;
@@ -632,6 +637,7 @@ wlk__manager_options_read(const struct wlk_manager_options **o,
 /* request.c */
 int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,
 		       const struct wlk_options *o) WLK_INTERNAL;
+int wlk__freeze_wait(struct wlk__bucket *b) WLK_INTERNAL;
 
 /* handle.c */
 struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,

@@ -35,6 +35,26 @@ static int validate(struct wlk_manager *m, const char *name, size_t *len,
 	return 0;
 }
 
+/*
+ * wlk__freeze_wait() - a fast operation returned WLK_FAST_FROZEN: wait for
+ * the query copying the bucket to end (fast.c, freeze_pass()). Out of
+ * line: the fast path keeps its small frame. Return: 0, as the operation.
+ */
+__attribute__((noinline, cold)) int wlk__freeze_wait(struct wlk__bucket *b)
+{
+	struct wlk__wake wake;
+
+	/* On an error the operation still stands; the next call reports
+	 * what is wrong with the segment. */
+	if (wlk__lock(b, &wake))
+		return 0;
+	/* Still set with the mutex ours: its query died copying. */
+	if (uatomic_read(&b->hdr->freeze))
+		uatomic_set(&b->hdr->freeze, 0);
+	wlk__unlock(b, &wake);
+	return 0;
+}
+
 /* A fast lock released after its manager closed: its slot goes. */
 static void discard(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 {
@@ -59,7 +79,10 @@ static int release_handle(struct wlk_lock *l)
 	struct wlk__lane *lane = &m->lanes[l->lane];
 	int rc;
 
-	if (l->fast && !wlk__fast_release(l)) {
+	rc = l->fast ? wlk__fast_release(l) : 1;
+	if (caa_unlikely(rc == WLK_FAST_FROZEN))
+		rc = wlk__freeze_wait(m->b);
+	if (!rc) {
 		if (uatomic_read(&m->closed)) {
 			discard(m->b, l->slot, l->gen);
 			uatomic_set(&lane->state, WLK_LANE_EMPTY);
@@ -155,10 +178,15 @@ static int fast(struct wlk_manager *m, struct wlk_lock *l,
 			wlk__spin_ok();
 	int rc = wlk__fast_acquire(m, l, may_wait), why;
 
-	if (rc == 2)
-		rc = wlk__fast_await(m, l) ? 2 : 0;
-	if (rc)
-		return rc;
+	if (rc == 2) {
+		rc = wlk__fast_await(m, l);
+		rc = rc == 1 ? 2 : rc;
+	}
+	if (rc) {
+		if (rc != WLK_FAST_FROZEN)
+			return rc;
+		rc = wlk__freeze_wait(m->b);
+	}
 	why = uatomic_read(&m->closed) ? WLK_ESTATE
 	      : o->signal		? uatomic_read(&o->signal->reason)
 					: 0;
