@@ -20,90 +20,9 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "async_internal.h"
-
-int wlk__epoll_add(int epfd, int fd, uint32_t events)
-{
-	struct epoll_event ev = {.events = events, .data.fd = fd};
-
-	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 || errno == EEXIST)
-		return 0;
-	return wlk__errno(errno);
-}
-
-void wlk__actx_free(struct wlk__actx *a)
-{
-	wlk__watcher_del(a);
-	for (unsigned int i = 0; i < a->n_pid; i++)
-		close(a->pid[i].fd);
-	if (a->epfd >= 0)
-		close(a->epfd);
-	wlk__bell_close(&a->bell);
-	if (a->tfd >= 0)
-		close(a->tfd);
-	free(a);
-}
-
-/* Publish the doorbell in our client slot, so granters ring it. */
-static int bell_publish(struct wlk_manager *m, const struct wlk__bell *bl)
-{
-	struct wlk__wake wake;
-	int rc = wlk__lock(m->b, &wake);
-
-	if (rc)
-		return rc;
-	if (wlk__client_live(m->b, m->client, m->client_gen)) {
-		struct wlk_seg_client *c = wlk__client(m->b, m->client);
-
-		c->bell_key = bl->key;
-		c->bell_fd = (uint32_t)bl->efd;
-		c->bell_dgrams = 0;
-		c->doorbell = bl->id;
-	} else
-		rc = WLK_ESTATE;
-	wlk__unlock(m->b, &wake);
-	return rc;
-}
-
-/* The async state of @m, created on first use; under m->amu. */
-int wlk__actx_get(struct wlk_manager *m, struct wlk__actx **out)
-{
-	struct wlk__actx *a = m->actx;
-	int rc;
-
-	if (a) {
-		*out = a;
-		return 0;
-	}
-	a = calloc(1, sizeof(*a));
-	if (!a)
-		return -ENOMEM;
-	CDS_INIT_LIST_HEAD(&a->pending);
-	CDS_INIT_LIST_HEAD(&a->watching);
-	a->bell.efd = a->bell.sock = -1;
-	a->epfd = epoll_create1(EPOLL_CLOEXEC);
-	a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	rc = a->epfd < 0 || a->tfd < 0 ? wlk__errno(errno) : 0;
-	if (!rc)
-		rc = wlk__bell_open(&a->bell);
-	if (!rc)
-		rc = wlk__epoll_add(a->epfd, a->bell.sock, EPOLLIN);
-	if (!rc)
-		rc = wlk__epoll_add(a->epfd, a->tfd, EPOLLIN);
-	if (!rc)
-		rc = wlk__watcher_add(a);
-	if (!rc)
-		rc = bell_publish(m, &a->bell);
-	if (rc) {
-		wlk__actx_free(a);
-		return rc;
-	}
-	m->actx = *out = a;
-	return 0;
-}
 
 WLK_EXPORT int wlk_manager_fd(struct wlk_manager *m)
 {
@@ -142,28 +61,6 @@ static int signal_fd(struct wlk_signal *s)
 	return mine;
 }
 
-/* Arm the timer for the earliest deadline of a pending request. */
-void wlk__timer_arm(struct wlk__actx *a)
-{
-	struct itimerspec its = {{0, 0}, {0, 0}};
-	struct wlk_async *r;
-	uint64_t next = 0;
-
-	cds_list_for_each_entry(r, &a->pending, link)
-		if (r->deadline && (!next || r->deadline < next))
-			next = r->deadline;
-	if (a->recheck && (!next || a->recheck < next))
-		next = a->recheck;
-	if (next) {
-		its.it_value.tv_sec = (time_t)(next / WLK_NSEC_PER_SEC);
-		its.it_value.tv_nsec = (long)(next % WLK_NSEC_PER_SEC);
-	}
-	/* Disarming an unarmed timer is a system call for nothing. */
-	if (next || a->timer_armed)
-		timerfd_settime(a->tfd, TFD_TIMER_ABSTIME, &its, NULL);
-	a->timer_armed = next != 0;
-}
-
 /* Queue under the mutex; a request settled at once rings our own bell. */
 static int enqueue(struct wlk_manager *m, struct wlk_async *r,
 		   const struct wlk_options *o)
@@ -180,8 +77,8 @@ static int enqueue(struct wlk_manager *m, struct wlk_async *r,
 	int rc = wlk__lock_until(m->b, &wake, r->deadline, r->sig);
 
 	if (!rc) {
-		rc = wlk__request_lock(m->b, &e, &wake, &r->l->slot,
-				       &r->l->gen);
+		rc = wlk__request_reaping(m->b, &e, &wake, &r->l->slot,
+					  &r->l->gen);
 		wlk__unlock(m->b, &wake);
 	} else if (rc == WLK_ETIMEDOUT ||
 		   (r->sig && rc == uatomic_read(&r->sig->reason))) {

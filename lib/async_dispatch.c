@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * async_dispatch.c - wlk_manager_dispatch(), the stolen-lock watch, and
- * what closing a manager does to its asynchronous requests.
+ * async_dispatch.c - a manager's async context: created on first use,
+ * wlk_manager_dispatch(), the stolen-lock watch, and what closing a manager
+ * does to its asynchronous requests.
  *
  * Dispatch never trusts the reason it was woken: it drains the descriptor,
  * then settles each outstanding request from its state in the segment, its
@@ -13,9 +14,120 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "async_internal.h"
+
+static void actx_free(struct wlk__actx *a)
+{
+	wlk__watcher_del(a);
+	for (unsigned int i = 0; i < a->n_pid; i++)
+		close(a->pid[i].fd);
+	if (a->epfd >= 0)
+		close(a->epfd);
+	wlk__bell_close(&a->bell);
+	if (a->tfd >= 0)
+		close(a->tfd);
+	free(a);
+}
+
+/* Publish the doorbell in our client slot, so granters ring it. */
+static int bell_publish(struct wlk_manager *m, const struct wlk__bell *bl)
+{
+	struct wlk__wake wake;
+	int rc = wlk__lock(m->b, &wake);
+
+	if (rc)
+		return rc;
+	if (wlk__client_live(m->b, m->client, m->client_gen)) {
+		struct wlk_seg_client *c = wlk__client(m->b, m->client);
+
+		c->bell_key = bl->key;
+		c->bell_fd = (uint32_t)bl->efd;
+		c->bell_dgrams = 0;
+		c->doorbell = bl->id;
+	} else
+		rc = WLK_ESTATE;
+	wlk__unlock(m->b, &wake);
+	return rc;
+}
+
+static void async_close(struct wlk_manager *m);
+static void async_unwatch(struct wlk_lock *l);
+
+/*
+ * What manager.c and request.c call of the async path, through m->async:
+ * they sit below it and never call it by name.
+ */
+static const struct wlk__async_hooks hooks = {
+	.close = async_close,
+	.unwatch = async_unwatch,
+};
+
+/*
+ * The async state of @m, created on first use; under m->amu. The hooks are
+ * in place before the context is: whoever sees a context or a watched lock
+ * finds them.
+ */
+int wlk__actx_get(struct wlk_manager *m, struct wlk__actx **out)
+{
+	struct wlk__actx *a = m->actx;
+	int rc;
+
+	if (a) {
+		*out = a;
+		return 0;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	CDS_INIT_LIST_HEAD(&a->pending);
+	CDS_INIT_LIST_HEAD(&a->watching);
+	a->bell.efd = a->bell.sock = -1;
+	a->epfd = epoll_create1(EPOLL_CLOEXEC);
+	a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	rc = a->epfd < 0 || a->tfd < 0 ? wlk__errno(errno) : 0;
+	if (!rc)
+		rc = wlk__bell_open(&a->bell);
+	if (!rc)
+		rc = wlk__epoll_add(a->epfd, a->bell.sock, EPOLLIN);
+	if (!rc)
+		rc = wlk__epoll_add(a->epfd, a->tfd, EPOLLIN);
+	if (!rc)
+		rc = wlk__watcher_add(a);
+	if (!rc)
+		rc = bell_publish(m, &a->bell);
+	if (rc) {
+		actx_free(a);
+		return rc;
+	}
+	uatomic_set(&m->async, &hooks);
+	m->actx = *out = a;
+	return 0;
+}
+
+/* Arm the timer for the earliest deadline of a pending request. */
+void wlk__timer_arm(struct wlk__actx *a)
+{
+	struct itimerspec its = {{0, 0}, {0, 0}};
+	struct wlk_async *r;
+	uint64_t next = 0;
+
+	cds_list_for_each_entry(r, &a->pending, link)
+		if (r->deadline && (!next || r->deadline < next))
+			next = r->deadline;
+	if (a->recheck && (!next || a->recheck < next))
+		next = a->recheck;
+	if (next) {
+		its.it_value.tv_sec = (time_t)(next / WLK_NSEC_PER_SEC);
+		its.it_value.tv_nsec = (long)(next % WLK_NSEC_PER_SEC);
+	}
+	/* Disarming an unarmed timer is a system call for nothing. */
+	if (next || a->timer_armed)
+		timerfd_settime(a->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+	a->timer_armed = next != 0;
+}
 
 /*
  * Whether a watched blocker may have exited, so that its pidfd may be
@@ -237,7 +349,7 @@ WLK_EXPORT int wlk_lock_on_stolen(struct wlk_lock *l, wlk_stolen_cb cb,
 }
 
 /* wlk_release(): a released lock is watched no more. */
-void wlk__async_unwatch(struct wlk_lock *l)
+static void async_unwatch(struct wlk_lock *l)
 {
 	struct wlk_manager *m = l->m;
 
@@ -250,11 +362,11 @@ void wlk__async_unwatch(struct wlk_lock *l)
 }
 
 /*
- * wlk__async_close() - wlk_manager_close(), after the client's requests
- * were dropped: every outstanding callback runs now with WLK_ESTATE, on the
- * closing thread, and the descriptor goes away.
+ * wlk_manager_close(), after the client's requests were dropped: every
+ * outstanding callback runs now with WLK_ESTATE, on the closing thread, and
+ * the descriptor goes away.
  */
-void wlk__async_close(struct wlk_manager *m)
+static void async_close(struct wlk_manager *m)
 {
 	CDS_LIST_HEAD(done);
 	CDS_LIST_HEAD(none);
@@ -280,5 +392,5 @@ void wlk__async_close(struct wlk_manager *m)
 	pthread_mutex_unlock(&m->amu);
 	run(m, &done, &none);
 	if (a)
-		wlk__actx_free(a);
+		actx_free(a);
 }

@@ -47,13 +47,13 @@ struct wlk_async {
 	int status;
 };
 
-int wlk__epoll_add(int epfd, int fd, uint32_t events) WLK_INTERNAL;
+/* async_dispatch.c */
 int wlk__actx_get(struct wlk_manager *m, struct wlk__actx **out)
 	WLK_INTERNAL;
-void wlk__actx_free(struct wlk__actx *a) WLK_INTERNAL;
 void wlk__timer_arm(struct wlk__actx *a) WLK_INTERNAL;
 
 /* watcher.c */
+int wlk__epoll_add(int epfd, int fd, uint32_t events) WLK_INTERNAL;
 int wlk__watcher_add(struct wlk__actx *a) WLK_INTERNAL;
 void wlk__watcher_rearm(struct wlk__actx *a) WLK_INTERNAL;
 void wlk__watcher_del(struct wlk__actx *a) WLK_INTERNAL;

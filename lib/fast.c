@@ -20,8 +20,9 @@
  *
  * A fast operation that fails for any reason returns 1 and the caller
  * takes the mutex; nothing here is an error. One that succeeds while a
- * query copies the bucket waits for the copy before it returns
- * (freeze_pass(); layout.h, QUERY).
+ * query copies the bucket returns WLK_FAST_FROZEN, and the caller waits
+ * for the copy before it goes on (freeze_pass(); layout.h, QUERY): the
+ * wait takes the segment mutex, which this file never does.
  */
 #include <string.h>
 
@@ -219,33 +220,18 @@ static void granted(struct wlk__bucket *b, struct wlk_lock *l)
 	l->fast = true;
 }
 
-/* Out of line, and a tail call: the fast path keeps its small frame. */
-static __attribute__((noinline, cold)) int freeze_wait(struct wlk__bucket *b)
-{
-	struct wlk__wake wake;
-
-	/* On an error the operation still stands; the next call reports
-	 * what is wrong with the segment. */
-	if (wlk__lock(b, &wake))
-		return 0;
-	/* Still set with the mutex ours: its query died copying. */
-	if (uatomic_read(&b->hdr->freeze))
-		uatomic_set(&b->hdr->freeze, 0);
-	wlk__unlock(b, &wake);
-	return 0;
-}
-
 /*
  * A fast operation changed a fast word, or saw a change it acts on, and
  * then made a full barrier: if a query is copying the bucket, its copy may
  * have looked at that name before the change and looks at others after,
- * so wait for the copy to end before returning (layout.h, QUERY). Costs
- * one load of a line only queries write when none runs. Return: 0.
+ * so the caller waits for the copy to end (wlk__freeze_wait()) before it
+ * goes on (layout.h, QUERY). Costs one load of a line only queries write
+ * when none runs. Return: 0, or WLK_FAST_FROZEN: done, but wait first.
  */
 static inline int freeze_pass(struct wlk__bucket *b)
 {
 	if (caa_unlikely(uatomic_read(&b->hdr->freeze)))
-		return freeze_wait(b);
+		return WLK_FAST_FROZEN;
 	return 0;
 }
 
@@ -270,9 +256,10 @@ static int enlist(struct wlk_seg_name *n, uint64_t f, uint64_t claim)
 /*
  * wlk__fast_acquire() - take @l's name in @l->mode without the mutex, or,
  * if @may_wait, wait for it as its fast waiter.
- * Return: 0 held, with @l filled (slot, gen, token, fast fields); 2 when
- * waiting (wlk__fast_await() next); 1 when it cannot (no reserved slot,
- * unknown name, inflated, contended, a race): take the mutex instead.
+ * Return: 0 held, with @l filled (slot, gen, token, fast fields), or
+ * WLK_FAST_FROZEN held, as 0 after wlk__freeze_wait(); 2 when waiting
+ * (wlk__fast_await() next); 1 when it cannot (no reserved slot, unknown
+ * name, inflated, contended, a race): take the mutex instead.
  */
 int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l, bool may_wait)
 {
@@ -341,9 +328,10 @@ int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l, bool may_wait)
 
 /*
  * wlk__fast_await() - spin until the fast word hands @l's name over, for
- * a while. Return: 0 held (as wlk__fast_acquire()); 1: the name was
- * inflated, or the holder keeps it too long: settle under the mutex
- * (the waiter is then in the queue, or was granted, or was never adopted).
+ * a while. Return: 0 or WLK_FAST_FROZEN held (as wlk__fast_acquire());
+ * 1: the name was inflated, or the holder keeps it too long: settle under
+ * the mutex (the waiter is then in the queue, or was granted, or was never
+ * adopted).
  */
 int wlk__fast_await(struct wlk_manager *m, struct wlk_lock *l)
 {
@@ -378,7 +366,8 @@ int wlk__fast_await(struct wlk_manager *m, struct wlk_lock *l)
 /*
  * wlk__fast_release() - release a lock held through the fast word: back
  * to "on, free", or, with a fast waiter, handed over to it.
- * Return: 0 if released; 1 if the name was inflated meanwhile (the lock is
+ * Return: 0 if released (WLK_FAST_FROZEN: released, as 0 after
+ * wlk__freeze_wait()); 1 if the name was inflated meanwhile (the lock is
  * an ordinary held or stolen request now): release it under the mutex.
  */
 int wlk__fast_release(struct wlk_lock *l)

@@ -8,17 +8,15 @@
 #include "internal.h"
 
 /*
- * wlk__fast_discard() - a fast lane's slot whose manager was closed while
- * it was in use: free it, unless it went already or is a held lock.
+ * wlk__fast_discard() - under the mutex: a fast lane's slot whose manager
+ * was closed while it was in use: free it, unless it went already or is a
+ * held lock.
  */
 void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)
 {
 	struct wlk_seg_request *r = wlk__req(b, s);
-	struct wlk__wake wake;
 	uint32_t w, ni;
 
-	if (wlk__lock(b, &wake))
-		return;
 	w = r->word;
 	ni = uatomic_read(&r->name); /* once: bounded, then used */
 	if (w == WLK_WORD(g, WLK_SLOT_RESERVED))
@@ -27,7 +25,6 @@ void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)
 		 (ni >= b->geo.max_names || (!wlk__fast_holds(b, ni, s) &&
 					     !wlk__fast_waits(b, ni, s))))
 		wlk__req_free(b, s);
-	wlk__unlock(b, &wake);
 }
 
 /*
@@ -162,17 +159,32 @@ int wlk__name_inflate(struct wlk__bucket *b, uint32_t ni)
 	return 0;
 }
 
-/* Under the mutex: @ni has neither held set nor queue; let the fast path
- * have it. */
-void wlk__name_deflate(struct wlk__bucket *b, uint32_t ni)
+/*
+ * wlk__idle_inflate() - under the mutex, before wlk__name_new() takes an
+ * idle name for a new one: inflate the least recently used idle name. An
+ * idle name may be held through its fast word: inflating it takes it off
+ * the idle list, held; the next one is tried. Return: 0 with
+ * h->idle_head inflated and idle, WLK_EFULL if no name is idle, or an
+ * error.
+ */
+int wlk__idle_inflate(struct wlk__bucket *b)
 {
-	struct wlk_seg_name *n = wlk__name(b, ni);
-	uint32_t ngen = WLK_WORD_GEN(n->word);
+	struct wlk_seg_header *h = b->hdr;
+	uint32_t ni = h->idle_head;
+	int rc;
 
-	/* Only from OFF: a grant through the fast word may have put a
-	 * holder there already (queue.c). */
-	uatomic_cmpxchg(&n->fast, WLK_FAST(ngen, 0, 0, 0),
-			WLK_FAST(ngen, 1, 0, 0));
+	for (uint32_t steps = 0;; steps++) {
+		if (ni == WLK_NIL)
+			return WLK_EFULL;
+		if (ni >= b->geo.max_names || steps >= b->geo.max_names)
+			return wlk__corrupt(b);
+		rc = wlk__name_inflate(b, ni);
+		if (rc)
+			return rc;
+		if (wlk__name_idle(wlk__name(b, ni)))
+			return 0;
+		ni = h->idle_head;
+	}
 }
 
 /* Under the mutex: whether request @ri holds name @ni by its fast word. */

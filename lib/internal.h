@@ -103,6 +103,17 @@ struct wlk__lane {
 	uint32_t gen;
 };
 
+/*
+ * The async path's part in closing a manager and releasing a lock. The
+ * async files are a leaf above the core API: they install these hooks when
+ * a manager's async context is created, and the core calls through them,
+ * only on paths a manager without one never takes.
+ */
+struct wlk__async_hooks {
+	void (*close)(struct wlk_manager *m);  /* callbacks owed: WLK_ESTATE */
+	void (*unwatch)(struct wlk_lock *l);   /* l->watched: watched no more */
+};
+
 /* struct wlk_manager: a client of a bucket. */
 struct wlk_manager {
 	struct wlk__bucket *b;
@@ -114,7 +125,10 @@ struct wlk_manager {
 	uint32_t client_gen;
 	char client_id[WLK_CLIENT_ID_MAX + 1];
 	pthread_mutex_t amu;     /* guards actx and what hangs off it */
-	struct wlk__actx *actx;  /* async state (async.c), NULL until used */
+	struct wlk__actx *actx;  /* async state (async_dispatch.c), NULL until
+				    used */
+	const struct wlk__async_hooks *async; /* [A] set with actx under
+						 amu, never cleared */
 	struct wlk__lane lanes[WLK_LANES];
 };
 
@@ -359,7 +373,10 @@ int wlk__segment_remove(const char *shm_name) WLK_INTERNAL;
 int wlk__bucket_get(const char *origin, const struct wlk_manager_options *o,
 		    struct wlk__bucket **out) WLK_INTERNAL;
 void wlk__bucket_put(struct wlk__bucket *b) WLK_INTERNAL;
+
+/* proc.c: the fork generation, bumped in the child (registry.c) */
 unsigned long wlk__fork_gen(void) WLK_INTERNAL;
+void wlk__fork_gen_bump(void) WLK_INTERNAL;
 
 /* fast.c, inflate.c: the fast path (layout.h, FAST PATH) and its mutex side. */
 
@@ -371,6 +388,32 @@ static inline uint64_t wlk__fast_load(const uint64_t *f)
 	cmm_smp_rmb();
 	return v;
 }
+
+/* Whether name @n has neither held set nor queue. */
+static inline bool wlk__name_idle(const struct wlk_seg_name *n)
+{
+	return n->h_head == WLK_NIL && n->q_head == WLK_NIL;
+}
+
+/*
+ * Under the mutex: an idle name goes back to the fast path. Only from OFF:
+ * a grant through the fast word may have put a holder there already
+ * (queue.c).
+ */
+static inline void wlk__name_deflate(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t ngen = WLK_WORD_GEN(n->word);
+
+	uatomic_cmpxchg(&n->fast, WLK_FAST(ngen, 0, 0, 0),
+			WLK_FAST(ngen, 1, 0, 0));
+}
+
+/*
+ * A fast operation succeeded while a query copies the bucket: the caller
+ * waits for the copy (wlk__freeze_wait()), then goes on as after 0.
+ */
+#define WLK_FAST_FROZEN 3
 void wlk__slot_unclaim(struct wlk_manager *m, struct wlk_lock *l) WLK_INTERNAL;
 int wlk__fast_acquire(struct wlk_manager *m, struct wlk_lock *l,
 		      bool may_wait) WLK_INTERNAL;
@@ -387,7 +430,7 @@ void wlk__fast_unclaim(struct wlk__bucket *b, uint32_t ri) WLK_INTERNAL;
 int wlk__name_inflate(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
 bool wlk__fast_waits(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
 	WLK_INTERNAL;
-void wlk__name_deflate(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
+int wlk__idle_inflate(struct wlk__bucket *b) WLK_INTERNAL;
 bool wlk__fast_holds(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
 	WLK_INTERNAL;
 void wlk__stash_fill(struct wlk_manager *m) WLK_INTERNAL;
@@ -433,7 +476,10 @@ struct wlk__enqueue {
 	uint64_t hash; /* wlk__name_hash() of the name, by the caller */
 	uint32_t own, own_gen; /* a slot the client keeps in reserve, to use
 				* first; WLK_NIL: none */
+	bool probed; /* the holders of an if_available miss were reaped */
 };
+/* wlk__request_lock(): an if_available miss, holders not yet probed. */
+#define WLK_REQ_UNPROBED 2
 int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		      struct wlk__wake *wake, uint32_t *slot,
 		      uint32_t *gen) WLK_INTERNAL;
@@ -494,6 +540,8 @@ void wlk__watch_init(struct wlk__bucket *b, struct wlk_lock *l,
 	WLK_INTERNAL;
 int wlk__settle(struct wlk_manager *m, struct wlk_lock *l, bool *got)
 	WLK_INTERNAL;
+int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		      bool keep) WLK_INTERNAL;
 int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 		 bool closing) WLK_INTERNAL;
 int wlk__dropped(struct wlk_manager *m) WLK_INTERNAL;
@@ -567,17 +615,14 @@ wlk__manager_options_read(const struct wlk_manager_options **o,
 /* request.c */
 int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,
 		       const struct wlk_options *o) WLK_INTERNAL;
+int wlk__freeze_wait(struct wlk__bucket *b) WLK_INTERNAL;
 
 /* handle.c */
 struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 			       size_t len, enum wlk_mode mode) WLK_INTERNAL;
 void wlk__lock_free(struct wlk_lock *l) WLK_INTERNAL;
 
-/* async.c */
-void wlk__async_close(struct wlk_manager *m) WLK_INTERNAL;
-void wlk__async_unwatch(struct wlk_lock *l) WLK_INTERNAL;
-int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
-		      bool keep) WLK_INTERNAL;
+/* reap.c, for async_pid.c */
 bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
 			struct wlk__wake *wake, uint32_t *agents,
 			unsigned int max, unsigned int *n) WLK_INTERNAL;
@@ -587,8 +632,9 @@ uint32_t *wlk__lifeline_word(struct wlk__bucket *b, uint32_t ai) WLK_INTERNAL;
 bool wlk__agent_probe(struct wlk__bucket *b, uint32_t ai,
 		      struct wlk__wake *wake) WLK_INTERNAL;
 bool wlk__reap_all(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
-bool wlk__reap_name(struct wlk__bucket *b, uint32_t ni,
-		    struct wlk__wake *wake) WLK_INTERNAL;
+int wlk__request_reaping(struct wlk__bucket *b, const struct wlk__enqueue *e,
+			 struct wlk__wake *wake, uint32_t *slot,
+			 uint32_t *gen) WLK_INTERNAL;
 bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
 		    struct wlk__waitv *v, unsigned int max,
 		    unsigned int *n) WLK_INTERNAL;

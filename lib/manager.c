@@ -140,6 +140,7 @@ void wlk__manager_leave(struct wlk_manager *m)
 
 WLK_EXPORT void wlk_manager_close(struct wlk_manager *m)
 {
+	const struct wlk__async_hooks *hooks;
 	struct wlk__wake wake;
 	int cancel;
 
@@ -158,8 +159,13 @@ WLK_EXPORT void wlk_manager_close(struct wlk_manager *m)
 			wlk__drop_client(m->b, m->client, false, &wake);
 			wlk__unlock(m->b, &wake);
 		}
-		/* Callbacks still owed run now, with WLK_ESTATE. */
-		wlk__async_close(m);
+		/* Callbacks still owed run now, with WLK_ESTATE. Under amu:
+		 * a context being created now is seen with its hooks. */
+		pthread_mutex_lock(&m->amu);
+		hooks = m->async;
+		pthread_mutex_unlock(&m->amu);
+		if (hooks)
+			hooks->close(m);
 	}
 	manager_unref(m);
 	pthread_setcancelstate(cancel, NULL);

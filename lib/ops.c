@@ -36,22 +36,16 @@ static int lookup(struct wlk__bucket *b, const struct wlk__enqueue *e,
 }
 
 static int find_name(struct wlk__bucket *b, const struct wlk__enqueue *e,
-		     uint64_t hash, struct wlk__wake *wake, uint32_t *ni)
+		     uint64_t hash, uint32_t *ni)
 {
 	int rc = lookup(b, e, hash, ni);
 
 	if (rc || *ni == WLK_NIL || !e->if_available ||
 	    available(wlk__name(b, *ni), e->mode))
 		return rc;
-	/* Refuse only for live holders: a dead one is reaped first. Its
-	 * release may give the name back to the fast path (or grant it
-	 * through the fast word): look it up, and inflate it, again. */
-	if (!wlk__reap_name(b, *ni, wake))
-		return 1;
-	rc = lookup(b, e, hash, ni);
-	if (rc || *ni == WLK_NIL)
-		return rc;
-	return available(wlk__name(b, *ni), e->mode) ? 0 : 1;
+	/* Refuse only for live holders: the caller reaps the dead ones
+	 * (reap.c) and asks again. */
+	return e->probed ? 1 : WLK_REQ_UNPROBED;
 }
 
 /* Fill a free request slot and publish it as pending. */
@@ -91,8 +85,10 @@ static void request_fill(struct wlk__bucket *b, uint32_t ri, uint32_t ni,
  * @slot: receives the request slot; @gen its generation.
  *
  * Return: 0 (the request is held or pending: read its word), 1 for an
- * if_available miss (nothing allocated), WLK_ESTATE if the client is gone,
- * WLK_EFULL with nothing changed, or WLK_ECORRUPT.
+ * if_available miss (nothing allocated), WLK_REQ_UNPROBED for a miss whose
+ * holders were not probed (@e->probed false; nothing allocated, the name
+ * left inflated: wlk__request_reaping() probes and asks again), WLK_ESTATE
+ * if the client is gone, WLK_EFULL with nothing changed, or WLK_ECORRUPT.
  */
 int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		      struct wlk__wake *wake, uint32_t *slot, uint32_t *gen)
@@ -105,7 +101,9 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 
 	if (!wlk__client_live(b, e->client, e->client_gen))
 		return WLK_ESTATE;
-	rc = find_name(b, e, hash, wake, &ni);
+	rc = find_name(b, e, hash, &ni);
+	if (rc == WLK_REQ_UNPROBED)
+		return rc; /* still inflated, for the probe */
 	if (rc)
 		goto settle;
 	/* The caller's reserved slot, if it offered one that is still its. */
@@ -128,7 +126,10 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		if (rc)
 			return rc;
 	} else {
-		rc = wlk__name_new(b, e->name, e->name_len, hash, &ni);
+		rc = h->free_names == WLK_NIL ? wlk__idle_inflate(b) : 0;
+		if (!rc)
+			rc = wlk__name_new(b, e->name, e->name_len, hash,
+					   &ni);
 		if (rc)
 			return rc;
 		WLK_FAILPOINT(request_after_name);

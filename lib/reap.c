@@ -200,11 +200,12 @@ bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
 }
 
 /*
- * wlk__reap_name() - probe the agents holding or queueing on name @ni (an
- * if_available request about to be refused). Return: true if any was dead;
- * the name entry may then be gone.
+ * Probe the agents holding or queueing on name @ni (an if_available
+ * request about to be refused). Return: true if any was dead; the name
+ * entry may then be gone.
  */
-bool wlk__reap_name(struct wlk__bucket *b, uint32_t ni, struct wlk__wake *wake)
+static bool reap_name(struct wlk__bucket *b, uint32_t ni,
+		      struct wlk__wake *wake)
 {
 	uint32_t set[WLK_WATCH_MAX], before = wake->n_reaped;
 	unsigned int k = 0;
@@ -213,6 +214,32 @@ bool wlk__reap_name(struct wlk__bucket *b, uint32_t ni, struct wlk__wake *wake)
 	for (unsigned int i = 0; i < k; i++)
 		wlk__agent_probe(b, set[i], wake);
 	return wake->n_reaped != before;
+}
+
+/*
+ * wlk__request_reaping() - wlk__request_lock(), but an if_available request
+ * is refused only for live holders: when it would be refused, the dead
+ * holders and waiters of its name are reaped first. Their release may give
+ * the name back to the fast path (or grant it through the fast word), so
+ * the request is then looked at again from the start.
+ *
+ * Return: as wlk__request_lock(), never WLK_REQ_UNPROBED.
+ */
+int wlk__request_reaping(struct wlk__bucket *b, const struct wlk__enqueue *e,
+			 struct wlk__wake *wake, uint32_t *slot, uint32_t *gen)
+{
+	struct wlk__enqueue probed = *e;
+	uint32_t ni;
+	int rc = wlk__request_lock(b, e, wake, slot, gen);
+
+	if (rc != WLK_REQ_UNPROBED)
+		return rc;
+	/* Refused, and the name is still there, inflated: reap its dead.
+	 * Asking again settles the name if it is refused still. */
+	if (!wlk__name_find(b, e->name, e->name_len, e->hash, &ni))
+		reap_name(b, ni, wake);
+	probed.probed = true;
+	return wlk__request_lock(b, &probed, wake, slot, gen);
 }
 
 /*

@@ -31,7 +31,6 @@
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t reg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct cds_lfht *registry;
-static unsigned long fork_gen; /* [A] */
 static unsigned int n_mapped;  /* buckets mapped by this incarnation; under
 				  reg_mutex */
 static int init_error;
@@ -53,7 +52,7 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
 	urcu_bp_after_fork_child();
-	uatomic_inc(&fork_gen);
+	wlk__fork_gen_bump();
 	n_mapped = 0;
 	wlk__anchor_after_fork_child();
 	pthread_mutex_unlock(&reg_mutex);
@@ -71,11 +70,6 @@ static void init_once(void)
 	init_error = pthread_atfork(before_fork, after_fork_parent,
 				    after_fork_child);
 	init_error = init_error ? -init_error : 0;
-}
-
-unsigned long wlk__fork_gen(void)
-{
-	return uatomic_read(&fork_gen);
 }
 
 static unsigned long key_hash(const uint8_t key[WLK_KEY_BYTES])

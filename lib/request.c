@@ -35,17 +35,35 @@ static int validate(struct wlk_manager *m, const char *name, size_t *len,
 	return 0;
 }
 
-int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
-		      bool keep)
+/*
+ * wlk__freeze_wait() - a fast operation returned WLK_FAST_FROZEN: wait for
+ * the query copying the bucket to end (fast.c, freeze_pass()). Out of
+ * line: the fast path keeps its small frame. Return: 0, as the operation.
+ */
+__attribute__((noinline, cold)) int wlk__freeze_wait(struct wlk__bucket *b)
 {
 	struct wlk__wake wake;
-	int rc = wlk__lock(b, &wake);
 
-	if (rc)
-		return rc;
-	rc = wlk__release_lock(b, slot, gen, keep, &wake);
+	/* On an error the operation still stands; the next call reports
+	 * what is wrong with the segment. */
+	if (wlk__lock(b, &wake))
+		return 0;
+	/* Still set with the mutex ours: its query died copying. */
+	if (uatomic_read(&b->hdr->freeze))
+		uatomic_set(&b->hdr->freeze, 0);
 	wlk__unlock(b, &wake);
-	return rc;
+	return 0;
+}
+
+/* A fast lock released after its manager closed: its slot goes. */
+static void discard(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
+{
+	struct wlk__wake wake;
+
+	if (wlk__lock(b, &wake))
+		return;
+	wlk__fast_discard(b, slot, gen);
+	wlk__unlock(b, &wake);
 }
 
 /*
@@ -61,9 +79,12 @@ static int release_handle(struct wlk_lock *l)
 	struct wlk__lane *lane = &m->lanes[l->lane];
 	int rc;
 
-	if (l->fast && !wlk__fast_release(l)) {
+	rc = l->fast ? wlk__fast_release(l) : 1;
+	if (caa_unlikely(rc == WLK_FAST_FROZEN))
+		rc = wlk__freeze_wait(m->b);
+	if (!rc) {
 		if (uatomic_read(&m->closed)) {
-			wlk__fast_discard(m->b, l->slot, l->gen);
+			discard(m->b, l->slot, l->gen);
 			uatomic_set(&lane->state, WLK_LANE_EMPTY);
 		}
 		return 0;
@@ -117,7 +138,7 @@ static int obtain(struct wlk_manager *m, struct wlk_lock *l,
 			uatomic_set(&lane->state, WLK_LANE_READY);
 		return rc;
 	}
-	rc = wlk__request_lock(b, &e, &wake, &l->slot, &l->gen);
+	rc = wlk__request_reaping(b, &e, &wake, &l->slot, &l->gen);
 	if (lane) {
 		if (rc == 0 && l->slot == lane->slot) {
 			l->lane = (uint8_t)(lane - m->lanes);
@@ -157,10 +178,15 @@ static int fast(struct wlk_manager *m, struct wlk_lock *l,
 			wlk__spin_ok();
 	int rc = wlk__fast_acquire(m, l, may_wait), why;
 
-	if (rc == 2)
-		rc = wlk__fast_await(m, l) ? 2 : 0;
-	if (rc)
-		return rc;
+	if (rc == 2) {
+		rc = wlk__fast_await(m, l);
+		rc = rc == 1 ? 2 : rc;
+	}
+	if (rc) {
+		if (rc != WLK_FAST_FROZEN)
+			return rc;
+		rc = wlk__freeze_wait(m->b);
+	}
 	why = uatomic_read(&m->closed) ? WLK_ESTATE
 	      : o->signal		? uatomic_read(&o->signal->reason)
 					: 0;
@@ -285,7 +311,7 @@ WLK_EXPORT int wlk_release(struct wlk_lock *l)
 	/* In a fork child the lock is the parent's: touch nothing shared. */
 	if (m->fork_gen == wlk__fork_gen()) {
 		if (l->watched)
-			wlk__async_unwatch(l);
+			uatomic_read(&m->async)->unwatch(l);
 		rc = release_handle(l);
 	}
 	wlk__lock_free(l);

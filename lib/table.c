@@ -66,11 +66,6 @@ void wlk__name_reset(struct wlk_seg_name *n)
 	n->idle_prev = n->idle_next = WLK_NIL;
 }
 
-static bool idle(const struct wlk_seg_name *n)
-{
-	return n->h_head == WLK_NIL && n->q_head == WLK_NIL;
-}
-
 /* Append an unreferenced name to the idle list (most recently used). */
 void wlk__idle_append(struct wlk__bucket *b, uint32_t ni)
 {
@@ -115,7 +110,7 @@ static int idle_remove(struct wlk__bucket *b, uint32_t ni)
 /* A request is about to refer to name @ni: it is idle no more. */
 int wlk__name_touch(struct wlk__bucket *b, uint32_t ni)
 {
-	return idle(wlk__name(b, ni)) ? idle_remove(b, ni) : 0;
+	return wlk__name_idle(wlk__name(b, ni)) ? idle_remove(b, ni) : 0;
 }
 
 /*
@@ -125,7 +120,7 @@ int wlk__name_touch(struct wlk__bucket *b, uint32_t ni)
  */
 void wlk__name_settle(struct wlk__bucket *b, uint32_t ni)
 {
-	if (idle(wlk__name(b, ni)))
+	if (wlk__name_idle(wlk__name(b, ni)))
 		wlk__name_deflate(b, ni);
 }
 
@@ -135,13 +130,18 @@ void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
 	struct wlk_seg_name *n = wlk__name(b, ni);
 
 	/* Idempotent: a grant through the fast word (queue.c) puts it too. */
-	if (!idle(n) || n->idle_prev != WLK_NIL || b->hdr->idle_head == ni)
+	if (!wlk__name_idle(n) || n->idle_prev != WLK_NIL ||
+	    b->hdr->idle_head == ni)
 		return;
 	wlk__idle_append(b, ni);
 	wlk__name_settle(b, ni);
 }
 
-/* Free the least recently used idle name, for a new name to use. */
+/*
+ * Free the least recently used idle name, for a new name to use; the
+ * caller inflated it (wlk__idle_inflate()), so nobody holds it through its
+ * fast word.
+ */
 static int name_evict(struct wlk__bucket *b)
 {
 	struct wlk_seg_header *h = b->hdr;
@@ -149,20 +149,10 @@ static int name_evict(struct wlk__bucket *b)
 	struct wlk_seg_name *n;
 	int rc;
 
-	/* An idle name may be held through its fast word: inflating it
-	 * takes it off the idle list, held; the next one is tried. */
-	for (uint32_t steps = 0;; steps++) {
-		if (ni == WLK_NIL)
-			return WLK_EFULL;
-		if (ni >= b->geo.max_names || steps >= b->geo.max_names)
-			return wlk__corrupt(b);
-		rc = wlk__name_inflate(b, ni);
-		if (rc)
-			return rc;
-		if (idle(wlk__name(b, ni)))
-			break;
-		ni = h->idle_head;
-	}
+	if (ni == WLK_NIL)
+		return WLK_EFULL;
+	if (ni >= b->geo.max_names || !wlk__name_idle(wlk__name(b, ni)))
+		return wlk__corrupt(b);
 	rc = idle_remove(b, ni);
 	if (rc)
 		return rc;
@@ -190,7 +180,9 @@ static int name_evict(struct wlk__bucket *b)
 }
 
 /*
- * wlk__name_new() - create the entry for a name known to be absent.
+ * wlk__name_new() - create the entry for a name known to be absent; with
+ * no free entry, the least recently used idle name goes, which the caller
+ * inflated first (wlk__idle_inflate()).
  * Return: 0, or WLK_EFULL with nothing changed, or WLK_ECORRUPT.
  */
 int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,

@@ -139,6 +139,24 @@ int wlk__wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
 }
 
 /*
+ * Release a granted request under the mutex (spec 4.2): for wlk_release(),
+ * and for a blocking or asynchronous request granted after it gave up.
+ * @keep: the slot goes back to its client's reserve (RESERVED, gen + 1).
+ */
+int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		      bool keep)
+{
+	struct wlk__wake wake;
+	int rc = wlk__lock(b, &wake);
+
+	if (rc)
+		return rc;
+	rc = wlk__release_lock(b, slot, gen, keep, &wake);
+	wlk__unlock(b, &wake);
+	return rc;
+}
+
+/*
  * Give up on a request: abort it if still pending (spec 4.3). @closing: its
  * manager is closing, and this may come before the close drops the
  * client's requests: then its other requests in the queue go too (spec

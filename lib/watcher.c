@@ -38,6 +38,16 @@
 
 #include "async_internal.h"
 
+/* Add @fd to an inner epoll instance (the watcher's own is wep). */
+int wlk__epoll_add(int epfd, int fd, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.fd = fd};
+
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 || errno == EEXIST)
+		return 0;
+	return wlk__errno(errno);
+}
+
 static pthread_mutex_t wmu = PTHREAD_MUTEX_INITIALIZER;
 static int wep = -1;			/* under wmu */
 static uint64_t next_key;		/* under wmu */
