@@ -327,6 +327,8 @@ void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 	WLK_INTERNAL;
 void wlk__wake_add(struct wlk__bucket *b, struct wlk__wake *wake, uint32_t r)
 	WLK_INTERNAL;
+
+/* robust.c */
 int wlk__mutex_init(pthread_mutex_t *mu) WLK_INTERNAL;
 bool wlk__mutex_sane(const pthread_mutex_t *mu) WLK_INTERNAL;
 int wlk__mutex_trylock(pthread_mutex_t *mu) WLK_INTERNAL;
