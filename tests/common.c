@@ -191,6 +191,30 @@ void *t_segment_map(size_t *size)
 	return map;
 }
 
+/*
+ * A child for t_fork(): open t_origin's bucket when told ('o' on p[1]),
+ * take "z", say so ('h' on p[0]), and let go and close when told ('r').
+ */
+int t_newcomer(void *arg)
+{
+	struct t_pipe *p = arg;
+	struct wlk_manager *m;
+	struct wlk_lock *l;
+	int rc;
+
+	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'o', 7);
+	rc = wlk_manager_open(t_origin, NULL, &m);
+	T_CHILD_CHECK(rc == 0, 1);
+	rc = wlk_acquire(m, "z", 1, NULL, &l);
+	T_CHILD_CHECK(rc == 0, 2);
+	T_CHILD_CHECK(wlk_manager_validate(m, NULL, NULL) == 0, 3);
+	T_CHILD_CHECK(t_put_byte(p[0].wr, 'h') == 0, 4);
+	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'r', 5);
+	T_CHILD_CHECK(wlk_release(l) == 0, 6);
+	wlk_manager_close(m);
+	return 0;
+}
+
 size_t t_entries_of(struct wlk_manager *m, pid_t pid)
 {
 	struct wlk_snapshot *s = NULL;

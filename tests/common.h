@@ -41,6 +41,12 @@ void t_track_bucket(const char *origin, const char *bucket,
 /* Unlink @path in t_fini() (for segments a test damaged). */
 void t_track_file(const char *path);
 
+/*
+ * A child for t_fork() with two pipes: opens t_origin's bucket on 'o',
+ * takes "z" and answers 'h', lets go and closes on 'r'.
+ */
+int t_newcomer(void *arg);
+
 /* The /dev/shm path of the first weblocks segment this process maps. */
 bool t_mapped_segment(char *path, size_t size);
 

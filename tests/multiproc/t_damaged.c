@@ -17,25 +17,6 @@
 #include "../common.h"
 #include "../../lib/layout.h"
 
-/* A second mapping of the segment this process has open, to damage it. */
-static uint8_t *map_segment(size_t *size)
-{
-	char path[512];
-	struct stat st;
-	uint8_t *p;
-	int fd;
-
-	cr_assert(t_mapped_segment(path, sizeof(path)));
-	fd = open(path, O_RDWR);
-	cr_assert_geq(fd, 0, "open %s", path);
-	cr_assert_eq(fstat(fd, &st), 0);
-	*size = (size_t)st.st_size;
-	p = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	cr_assert_neq(p, MAP_FAILED);
-	close(fd);
-	return p;
-}
-
 static struct wlk_seg_agent *agent_at(uint8_t *seg, uint32_t i)
 {
 	const struct wlk_seg_header *h = (const struct wlk_seg_header *)seg;
@@ -67,34 +48,12 @@ static int set_kind(pthread_mutex_t *mu, int kind)
 	return __atomic_exchange_n(&mu->__data.__kind, kind, __ATOMIC_SEQ_CST);
 }
 
-/* Open the bucket when told ('o'), take "z", say so ('h'), and close when
- * told ('r'). */
-static int newcomer(void *arg)
-{
-	struct t_pipe *p = arg;
-	struct wlk_manager *m;
-	struct wlk_lock *l;
-	int rc;
-
-	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'o', 7);
-	rc = wlk_manager_open(t_origin, NULL, &m);
-	T_CHILD_CHECK(rc == 0, 1);
-	rc = wlk_acquire(m, "z", 1, NULL, &l);
-	T_CHILD_CHECK(rc == 0, 2);
-	T_CHILD_CHECK(wlk_manager_validate(m, NULL, NULL) == 0, 3);
-	T_CHILD_CHECK(t_put_byte(p[0].wr, 'h') == 0, 4);
-	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'r', 5);
-	T_CHILD_CHECK(wlk_release(l) == 0, 6);
-	wlk_manager_close(m);
-	return 0;
-}
-
 static pid_t start_newcomer(struct t_pipe p[2])
 {
 	t_pipe_open(&p[0]);
 	t_pipe_open(&p[1]);
 	/* Before this process opens the bucket: it inherits no descriptor. */
-	return t_fork(newcomer, p);
+	return t_fork(t_newcomer, p);
 }
 
 static void newcomer_attaches(struct t_pipe p[2])
@@ -122,7 +81,7 @@ Test(damaged, free_lifeline_of_another_kind_is_passed_over, T_FIX,
 	int old;
 
 	m = t_open();
-	seg = map_segment(&size);
+	seg = t_segment_map(&size);
 	ai = ((struct wlk_seg_header *)seg)->free_agents;
 	cr_assert_lt(ai, WLK_MAX_AGENTS);
 	old = set_kind(&agent_at(seg, ai)->u.lifeline, pp_kind());
@@ -149,7 +108,7 @@ Test(damaged, live_lifeline_of_another_kind_is_not_probed, T_FIX,
 
 	m = t_open();
 	newcomer_attaches(p);
-	seg = map_segment(&size);
+	seg = t_segment_map(&size);
 	for (uint32_t i = 0; i < WLK_MAX_AGENTS && !a; i++)
 		if (WLK_WORD_STATE(agent_at(seg, i)->word) == WLK_SLOT_USED &&
 		    agent_at(seg, i)->pid == (uint32_t)pid)
@@ -179,7 +138,7 @@ Test(damaged, segment_mutex_of_another_kind_poisons, T_FIX, .timeout = 20)
 
 	rc = wlk_manager_open(t_origin, NULL, &m);
 	cr_assert_eq(rc, 0, "open: %s", t_ename(rc));
-	seg = map_segment(&size);
+	seg = t_segment_map(&size);
 	h = (struct wlk_seg_header *)seg;
 	set_kind(&h->sync.mutex, pp_kind());
 
@@ -207,7 +166,7 @@ Test(damaged, segment_mutex_of_another_kind_is_refused_at_attach, T_FIX,
 
 	rc = wlk_manager_open(t_origin, NULL, &m);
 	cr_assert_eq(rc, 0, "open: %s", t_ename(rc));
-	seg = map_segment(&size);
+	seg = t_segment_map(&size);
 	h = (struct wlk_seg_header *)seg;
 	set_kind(&h->sync.mutex, pp_kind());
 
@@ -253,7 +212,7 @@ Test(damaged, queue_with_a_tail_and_no_head_is_corrupt, T_FIX, .timeout = 20)
 	uint8_t *seg;
 
 	T_ASSERT_RC(wlk_acquire(m, "b", 1, &sh, &l), 0);
-	seg = map_segment(&size);
+	seg = t_segment_map(&size);
 	n = name_entry(seg, "b");
 	cr_assert_not_null(n);
 	cr_assert_eq(n->q_head, WLK_NIL);

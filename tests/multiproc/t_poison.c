@@ -36,31 +36,6 @@ static void scribble(const char *path)
 	munmap(h, WLK_HEADER_SIZE);
 }
 
-/*
- * A new process opens the bucket when told and holds "z" until told to let
- * go. It is forked before the bucket is opened, so that it inherits no file
- * descriptor of generation 0 (which would keep that attached).
- */
-static int newcomer(void *arg)
-{
-	struct t_pipe *p = arg;
-	struct wlk_manager *m;
-	struct wlk_lock *l;
-	int rc;
-
-	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'o', 7);
-	rc = wlk_manager_open(t_origin, NULL, &m);
-	T_CHILD_CHECK(rc == 0, 1);
-	rc = wlk_acquire(m, "z", 1, NULL, &l);
-	T_CHILD_CHECK(rc == 0, 2);
-	T_CHILD_CHECK(wlk_manager_validate(m, NULL, NULL) == 0, 3);
-	T_CHILD_CHECK(t_put_byte(p[0].wr, 'h') == 0, 4);
-	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'r', 5);
-	T_CHILD_CHECK(wlk_release(l) == 0, 6);
-	wlk_manager_close(m);
-	return 0;
-}
-
 Test(poison, unrepairable_segment_is_replaced_by_a_new_generation,
      .init = t_init, .timeout = 20)
 {
@@ -74,7 +49,7 @@ Test(poison, unrepairable_segment_is_replaced_by_a_new_generation,
 
 	t_pipe_open(&p[0]);
 	t_pipe_open(&p[1]);
-	pid = t_fork(newcomer, p);
+	pid = t_fork(t_newcomer, p);
 	rc = wlk_manager_open(t_origin, NULL, &m);
 	cr_assert_eq(rc, 0, "open: %s", t_ename(rc));
 	cr_assert(t_mapped_segment(path, sizeof(path)));
@@ -255,7 +230,7 @@ Test(poison, damaged_segment_state_leads_to_a_new_generation, T_FIX,
 
 	t_pipe_open(&p[0]);
 	t_pipe_open(&p[1]);
-	pid = t_fork(newcomer, p);
+	pid = t_fork(t_newcomer, p);
 	rc = wlk_manager_open(t_origin, NULL, &m);
 	cr_assert_eq(rc, 0, "open: %s", t_ename(rc));
 	/* "z" by the fast path, as the newcomer will take it. */
