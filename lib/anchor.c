@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -102,26 +101,13 @@ static void *anchor_main(void *arg)
 /* Start the anchor of this process incarnation; under anchor_mu. */
 static int anchor_start(void)
 {
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t t;
 	int rc;
 
 	if (anchor_gen == wlk__fork_gen())
 		return 0;
-	rc = pthread_attr_init(&attr);
+	rc = wlk__thread_spawn(anchor_main, NULL, ANCHOR_STACK);
 	if (rc)
-		return -rc;
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, ANCHOR_STACK);
-	/* The thread inherits this mask: no signal handler runs there. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&t, &attr, anchor_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	if (rc)
-		return -rc;
+		return rc;
 	anchor_gen = wlk__fork_gen();
 	return 0;
 }

@@ -379,6 +379,8 @@ void wlk__bucket_put(struct wlk__bucket *b) WLK_INTERNAL;
 /* proc.c: the fork generation, bumped in the child (registry.c) */
 unsigned long wlk__fork_gen(void) WLK_INTERNAL;
 void wlk__fork_gen_bump(void) WLK_INTERNAL;
+int wlk__thread_spawn(void *(*fn)(void *), void *arg, size_t stack)
+	WLK_INTERNAL;
 
 /* fast.c, inflate.c: the fast path (layout.h, FAST PATH) and its mutex side. */
 

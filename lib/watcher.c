@@ -31,7 +31,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -93,26 +92,6 @@ static void *watch_main(void *arg)
 	}
 }
 
-/* Start a detached library thread that no signal handler runs on. */
-static int spawn(void *(*fn)(void *), void *arg)
-{
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t th;
-	int rc;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_attr_init(&attr);
-	if (!rc)
-		rc = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (!rc)
-		rc = pthread_create(&th, &attr, fn, arg);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc;
-}
-
 /*
  * Both threads take wmu: fork() with it held, so that a child never
  * inherits it locked by a thread that does not exist there.
@@ -148,11 +127,11 @@ static int start(void)
 	wep = epoll_create1(EPOLL_CLOEXEC);
 	if (wep < 0)
 		return wlk__errno(errno);
-	rc = spawn(watch_main, (void *)(intptr_t)wep);
+	rc = wlk__thread_spawn(watch_main, (void *)(intptr_t)wep, 0);
 	if (rc) {
 		close(wep);
 		wep = -1;
-		return wlk__errno(rc);
+		return rc;
 	}
 	wfork = wlk__fork_gen();
 	return 0;
@@ -321,7 +300,7 @@ bool wlk__watcher_lifelines(struct wlk__actx *a, const struct wlk__waitv *v,
 	while (keep < n && life_add(d, &nd, &v[keep]))
 		keep++;
 	if (keep && lfork != wlk__fork_gen()) {
-		if (spawn(life_main, NULL))
+		if (wlk__thread_spawn(life_main, NULL, 0))
 			keep = 0;
 		else
 			lfork = wlk__fork_gen();
