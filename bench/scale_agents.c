@@ -2,7 +2,7 @@
 /*
  * scale_agents.c - part 5, agents: what changes as more processes attach
  * to one bucket, from 1 to 256 (the per-bucket maximum, WLK_MAX_AGENTS in
- * lib/layout.h): the uncontended exclusive pair of the measuring process
+ * lib/format/layout.h): the uncontended exclusive pair of the measuring process
  * (against a robust mutex pair timed beside it), wlk_query() (which probes
  * every agent's lifeline), and attaching one more process (the time its
  * wlk_manager_open() takes, measured inside the new process).

@@ -2,7 +2,7 @@
 /*
  * scale_segment.c - part 5, the segment: bytes per name and per request at
  * the defaults, measured from the size of the segment file in /dev/shm for
- * buckets of different capacities and computed from lib/layout.h; and the
+ * buckets of different capacities and computed from lib/format/layout.h; and the
  * cost of wlk_query() with one held entry as the capacity grows (the copy
  * scans every name slot).
  */
@@ -17,7 +17,7 @@
 #include <weblocks.h>
 
 #include "bench.h"
-#include "layout.h"
+#include "testing.h"
 
 #define SHM_DIR "/dev/shm"
 
@@ -145,14 +145,14 @@ static void report(void)
 		 "segment bytes per name slot at the defaults (max_name_len "
 		 "1024), from /dev/shm file sizes", "bytes", &s);
 	s = sum_one(name_c);
-	emit_anchor("p5.seg.name", "computed from lib/layout.h (entry + "
+	emit_anchor("p5.seg.name", "computed from lib/format/layout.h (entry + "
 		    "name bytes + hash heads)", "bytes", &s);
 	s = sum_one(req_m);
 	emit_fig("p5.seg.req", "5",
 		 "segment bytes per request slot at the defaults, from "
 		 "/dev/shm file sizes", "bytes", &s);
 	s = sum_one(req_c);
-	emit_anchor("p5.seg.req", "computed from lib/layout.h", "bytes", &s);
+	emit_anchor("p5.seg.req", "computed from lib/format/layout.h", "bytes", &s);
 	s = sum_one((double)d->size);
 	emit_fig("p5.seg.size", "5",
 		 "segment size at the defaults (1024 names, 4096 requests)",

@@ -52,7 +52,7 @@ bool t_mapped_segment(char *path, size_t size);
 
 /*
  * Map the segment of t_origin's default bucket read-write, to look into it
- * or damage it (with lib/layout.h); *@size receives the size to munmap().
+ * or damage it (with lib/format/layout.h); *@size receives the size to munmap().
  */
 void *t_segment_map(size_t *size);
 

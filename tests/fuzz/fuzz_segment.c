@@ -69,7 +69,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "layout.h"
+#include "testing.h"
 #include "../../tools/shm-inspect.h"
 
 #ifndef __AFL_INIT
@@ -87,7 +87,7 @@
 #define IMAGE_MAX (1u << 20)
 #define INPUT_MAX (1u << 16)
 #define PAGE 4096u
-#define MAX_GENERATIONS 16 /* lib/internal.h WLK_MAX_GENERATIONS */
+#define MAX_GENERATIONS 16 /* lib/attach/attach.h WLK_MAX_GENERATIONS */
 #define ORIGIN_FMT "https://fuzz-%010u.invalid"
 #define ORIGIN_CAP sizeof("https://fuzz-4294967295.invalid")
 

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fastpath.pml - a Promela model of the fast path (lib/fast.c,
- * lib/inflate.c, process-the-queue in lib/queue.c): acquire and release
+ * fastpath.pml - a Promela model of the fast path (lib/state/fastword.c,
+ * lib/spec/inflate.c, process-the-queue in lib/spec/queue.c): acquire and release
  * by CAS on a name's fast word, one fast waiter handed the name by the
  * holder's release, inflation under the segment mutex, the grant of a
  * lone request through the fast word, and a query's copy with the fast
- * path frozen (lib/query.c). Run: tests/model/check.sh.
+ * path frozen (lib/inspect/query.c). Run: tests/model/check.sh.
  *
  * What is modelled: NP processes, each with one lane slot, taking one
  * name exclusively in a loop. The fast word (ON, WAIT, holder slot and
@@ -83,7 +83,7 @@ inline mark(i) {
 	fi
 }
 
-/* fast.c freeze_pass(), after the change: wait for the copy to end
+/* fastword.c done(), after the change: wait for the copy to end
  * (the locals it resets are dead at every call: fewer states). One step
  * unless it waits: a lock() that blocks ends the atomic sequence. */
 inline freeze_pass() {
@@ -179,7 +179,7 @@ acquire:
 		w = 0; wg = 0; s_on = false; s_wait = false; adopted = false;
 		s_fh = 0; s_fg = 0; g_slot = 0
 	}
-	/* wlk__fast_acquire() */
+	/* wlk__fast_take() */
 	atomic { e_on = on; e_fh = fh; e_fg = fg; e_wait = fwait }
 	if
 	:: e_on && !e_wait -> skip
@@ -284,7 +284,7 @@ critical:
 	assert(incs == 1);
 	incs--;
 
-	/* release_handle(): wlk__fast_release(), else under the mutex */
+	/* release_handle(): wlk__fast_let_go(), else under the mutex */
 	if
 	:: fast && st[me] == FAST ->
 		atomic {

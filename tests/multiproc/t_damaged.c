@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "../common.h"
-#include "../../lib/layout.h"
+#include "testing.h"
 
 static struct wlk_seg_agent *agent_at(uint8_t *seg, uint32_t i)
 {

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "../common.h"
-#include "../../lib/failpoint.h"
+#include "testing.h"
 
 /* The bucket that the script creates (segment_create_mid). */
 #define FRESH "fresh"
@@ -97,7 +97,7 @@ static int side_start(struct side *s, struct wlk_manager *m, const char *name,
 /*
  * Two threads of the script, on two managers, take turns on one name: the
  * one that finds it held waits as its fast waiter, and a release hands the
- * name over (lib/fast.c). Each holds the name a couple of microseconds,
+ * name over (lib/state/fastword.c, lib/api/lane.c). Each holds the name a couple of microseconds,
  * well within a fast waiter's spin. They take turns until @ns pass: when
  * a fast_* point is armed, long enough for the two threads to run at the
  * same time even on a machine busy with other tests (it kills the script

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "../common.h"
-#include "../../lib/layout.h"
+#include "testing.h"
 
 /* Change the header as a buggy co-tenant would, and ask for repair. */
 static void scribble(const char *path)

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "../common.h"
-#include "../../lib/layout.h"
+#include "testing.h"
 #include "weblocks/async.h"
 
 /* The requests' timeout, and how soon after it they must have returned. */

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 
 #include "../common.h"
-#include "../../lib/layout.h"
+#include "testing.h"
 #include "weblocks/inspect.h"
 #include "tjson.h"
 

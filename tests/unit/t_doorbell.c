@@ -5,7 +5,7 @@
  * process with pidfd_getfd(2), or, when that eventfd cannot be had, by a
  * datagram to its socket, which the process's watcher thread turns into a
  * ring; either way one dispatch drains the descriptor. The test changes
- * the published key of the eventfd (it includes lib/layout.h to do so),
+ * the published key of the eventfd (it includes lib/format/layout.h to do so),
  * which sends every ring down the fallback.
  */
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include "../common.h"
 #include "weblocks/async.h"
 #include "weblocks/inspect.h"
-#include "layout.h"
+#include "testing.h"
 
 struct got {
 	int calls;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * t_fast.c - locks taken without the segment mutex (lib/fast.c) behave as
+ * t_fast.c - locks taken without the segment mutex (lib/state/fastword.c, lib/api/lane.c) behave as
  * any other: query sees them, waiters queue behind them, if_available and
  * steal see them, close releases them, eviction spares them, and the slots
  * managers keep in reserve for them never make a request fail with
@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 
 #include "../common.h"
-#include "layout.h"
+#include "testing.h"
 #include "weblocks/inspect.h"
 
 static const struct wlk_options sh = {.mode = WLK_SHARED};

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #include "../common.h"
-#include "layout.h"
+#include "testing.h"
 
 #define SHM_DIR "/dev/shm"
 #define MAX_SHM 4096

@@ -2,7 +2,7 @@
 /*
  * t_query.c - wlk_query() snapshots: held and pending entries, fields; a
  * freeze word left set and damaged usage counters (it includes
- * lib/layout.h to write them).
+ * lib/format/layout.h to write them).
  */
 #include <fcntl.h>
 #include <string.h>
@@ -11,7 +11,7 @@
 
 #include "../common.h"
 #include "weblocks/inspect.h"
-#include "layout.h"
+#include "testing.h"
 
 static const struct wlk_options sh = { .mode = WLK_SHARED };
 

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * handle.c - lock handles (struct wlk_lock): allocated per request, freed
+ * by wlk_release(), with one spare kept per thread so that an uncontended
+ * acquire+release pair does no malloc() or free().
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+
+/*
+ * One spare lock handle per thread, for names of up to WLK_SHORT_NAME bytes:
+ * an acquire+release pair then costs no malloc()/free(). A thread's spare
+ * is freed when it exits, through a key destructor registered the first
+ * time it keeps one.
+ */
+/*
+ * AddressSanitizer cannot see a second wlk_release() of a handle kept as
+ * the spare (it would release whichever later lock reuses it): its builds
+ * free every handle, so that it reports the use after free.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define KEEP_SPARE false
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KEEP_SPARE false
+#endif
+#endif
+#ifndef KEEP_SPARE
+#define KEEP_SPARE true
+#endif
+
+static WLK_TLS struct wlk_lock *spare;
+static WLK_TLS bool spare_registered;
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static bool spare_key_ok;
+
+static void spare_exit(void *unused)
+{
+	(void)unused;
+	free(spare);
+	spare = NULL;
+}
+
+static void spare_key_init(void)
+{
+	spare_key_ok = pthread_key_create(&spare_key, spare_exit) == 0;
+}
+
+/* Free a handle from wlk__lock_new(), or keep it as the thread's spare. */
+void wlk__lock_free(struct wlk_lock *l)
+{
+	if (!KEEP_SPARE || l->name_len > WLK_SHORT_NAME || spare) {
+		free(l);
+		return;
+	}
+	if (!spare_registered) {
+		pthread_once(&spare_once, spare_key_init);
+		if (!spare_key_ok ||
+		    pthread_setspecific(spare_key, (void *)1) != 0) {
+			free(l);
+			return;
+		}
+		spare_registered = true;
+	}
+	spare = l;
+}
+
+struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
+			       size_t len, enum wlk_mode mode)
+{
+	struct wlk_lock *l = NULL;
+
+	if (len <= WLK_SHORT_NAME) {
+		l = spare;
+		spare = NULL;
+		if (!l)
+			l = malloc(sizeof(*l) + WLK_SHORT_NAME + 1);
+	} else {
+		l = malloc(sizeof(*l) + len + 1);
+	}
+	if (!l)
+		return NULL;
+	l->m = m;
+	l->mode = mode;
+	l->watched = false;
+	l->on_stolen = NULL;
+	l->fast = false;
+	l->laned = false;
+	l->lane = 0;
+	l->hashed = false;
+	l->name_len = len;
+	memcpy(l->name, name, len);
+	l->name[len] = '\0';
+	return l;
+}

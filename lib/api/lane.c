@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lane.c - the request slots a manager keeps in reserve for the fast path
+ * (its lanes), the one owner of their state, and the fast path as a
+ * manager takes it: find the name, claim a lane's slot, and let the name's
+ * fast word (state/fastword.c) do the rest.
+ *
+ * A lane is EMPTY (no slot), READY (its slot RESERVED for this client, in
+ * lane->gen, free to take) or BUSY (taken by one thread: a fast lock, a
+ * request on the mutex path that uses the slot, or a refill). Only the
+ * thread that made it BUSY moves it on:
+ *
+ *   EMPTY --wlk__lane_fill()--> BUSY --slot reserved--> READY
+ *   READY --wlk__lane_take()--> BUSY --wlk__lane_put()--> READY or EMPTY
+ *
+ * An uncontended acquire+release is then two CASes on the lane (this
+ * process's memory) and two CASes and an atomic add on the name's first
+ * line: two processes on two names share no cache line.
+ */
+#include <string.h>
+
+#include "api.h"
+
+/*
+ * The name this thread found last, per thread: taking the same name again
+ * skips the hash and the table walk. Entries are (slot, gen), so a stale
+ * one only makes the fast word's CAS fail; the segment key tells segments
+ * apart (a bucket's memory may be reused for another).
+ */
+struct memo {
+	uint64_t seg_key[2];
+	uint64_t hash;
+	uint32_t len;
+	uint32_t ni;
+	uint32_t ngen;
+	char name[WLK_SHORT_NAME];
+};
+static WLK_TLS struct memo memo;
+
+static bool memo_find(struct wlk__bucket *b, const struct wlk_lock *l,
+		      uint64_t *hash, uint32_t *ni, uint32_t *ngen)
+{
+	if (memo.len != l->name_len || memo.seg_key[0] != b->seg_key[0] ||
+	    memo.seg_key[1] != b->seg_key[1] || !memo.len ||
+	    memcmp(memo.name, l->name, l->name_len) != 0)
+		return false;
+	*hash = memo.hash;
+	*ni = memo.ni;
+	*ngen = memo.ngen;
+	return true;
+}
+
+static void memo_keep(struct wlk__bucket *b, const struct wlk_lock *l,
+		      uint64_t hash, uint32_t ni, uint32_t ngen)
+{
+	if (l->name_len > WLK_SHORT_NAME || !l->name_len)
+		return;
+	memo.seg_key[0] = b->seg_key[0];
+	memo.seg_key[1] = b->seg_key[1];
+	memo.hash = hash;
+	memo.len = (uint32_t)l->name_len;
+	memo.ni = ni;
+	memo.ngen = ngen;
+	memcpy(memo.name, l->name, l->name_len);
+}
+
+/* wlk__lane_take() - take a READY lane of @m (BUSY then), or NULL. */
+struct wlk__lane *wlk__lane_take(struct wlk_manager *m)
+{
+	for (unsigned int i = 0; i < WLK_LANES; i++)
+		if (uatomic_read(&m->lanes[i].state) == WLK_LANE_READY &&
+		    uatomic_cmpxchg(&m->lanes[i].state, WLK_LANE_READY,
+				    WLK_LANE_BUSY) == WLK_LANE_READY)
+			return &m->lanes[i];
+	return NULL;
+}
+
+/*
+ * wlk__lane_put() - the BUSY @lane is done with: READY with slot @slot in
+ * gen @gen, if @ready (the slot is RESERVED for this client in that gen),
+ * else EMPTY (the slot went: closed, stolen, reclaimed).
+ */
+void wlk__lane_put(struct wlk__lane *lane, uint32_t slot, uint32_t gen,
+		   bool ready)
+{
+	lane->slot = slot;
+	lane->gen = gen;
+	uatomic_set(&lane->state, ready ? WLK_LANE_READY : WLK_LANE_EMPTY);
+}
+
+/* The lane @l's slot came from. */
+static struct wlk__lane *lane_of(const struct wlk_lock *l)
+{
+	return &l->m->lanes[l->lane];
+}
+
+static struct wlk__fast_claim claim_of(const struct wlk_lock *l)
+{
+	return (struct wlk__fast_claim){
+		.ni = l->fast_name,
+		.ngen = l->fast_ngen,
+		.slot = l->slot,
+		.gen = l->gen,
+		.mode = l->mode,
+	};
+}
+
+/*
+ * wlk__lane_unclaim() - @l's claimed slot goes back to its lane, RESERVED:
+ * its fast wait was never adopted (under the mutex, wait.c).
+ */
+void wlk__lane_unclaim(struct wlk_lock *l)
+{
+	struct wlk__fast_claim c = claim_of(l);
+
+	wlk__fast_unclaim_slot(l->m->b, &c);
+	wlk__lane_put(lane_of(l), l->slot, l->gen, true);
+}
+
+/* Find @l's name without the mutex: the memo, or a lookup. */
+static bool find(struct wlk__bucket *b, struct wlk_lock *l, uint32_t *ni,
+		 uint32_t *ngen, bool *memo_hit)
+{
+	uint64_t hash = 0;
+
+	*memo_hit = memo_find(b, l, &hash, ni, ngen);
+	if (!*memo_hit)
+		hash = wlk__name_hash(b, l->name, l->name_len);
+	l->hash = hash; /* for the mutex path, if it comes to that */
+	l->hashed = true;
+	if (!*memo_hit) {
+		if (!wlk__fast_peek(b, l->name, (uint32_t)l->name_len, hash,
+				    ni, ngen))
+			return false;
+		memo_keep(b, l, hash, *ni, *ngen);
+	}
+	return *ni < b->geo.max_names;
+}
+
+/*
+ * wlk__lane_acquire() - take @l's name in @l->mode by the fast path, or,
+ * if @may_wait, wait for it as its fast waiter.
+ * Return: WLK__FAST_OK or _FROZEN: held, @l filled (slot, gen, token,
+ * fast fields); _WAITING: enlisted (wlk__lane_await() next); _SLOW: no
+ * reserved slot, unknown name, inflated, contended, a race: take the mutex.
+ */
+enum wlk__fast wlk__lane_acquire(struct wlk_manager *m, struct wlk_lock *l,
+				 bool may_wait)
+{
+	struct wlk__bucket *b = m->b;
+	struct wlk__fast_claim c = {.ni = WLK_NIL, .mode = l->mode};
+	struct wlk__lane *lane;
+	enum wlk__fast rc;
+	bool memo_hit;
+
+	if (!find(b, l, &c.ni, &c.ngen, &memo_hit))
+		return WLK__FAST_SLOW;
+	if (!wlk__fast_worth(b, c.ni, c.ngen, l->mode, may_wait)) {
+		/* A remembered entry that went (evicted, reused) is no sign
+		 * of contention: forget it, and look the name up next time. */
+		if (memo_hit && wlk__word_load(&wlk__name(b, c.ni)->word) !=
+					WLK_WORD(c.ngen, WLK_SLOT_USED))
+			memo.len = 0;
+		return WLK__FAST_SLOW;
+	}
+	lane = wlk__lane_take(m);
+	if (!lane)
+		return WLK__FAST_SLOW;
+	if (!wlk__fast_claim_slot(b, lane->slot, lane->gen, &c)) {
+		/* The mutex side reclaimed it (wlk__stash_reclaim()). */
+		wlk__lane_put(lane, lane->slot, lane->gen, false);
+		return WLK__FAST_SLOW;
+	}
+	l->slot = c.slot;
+	l->gen = c.gen;
+	l->fast_name = c.ni;
+	l->fast_ngen = c.ngen;
+	l->lane = (uint8_t)(lane - m->lanes);
+	rc = wlk__fast_take(b, &c, may_wait, &l->token);
+	if (rc == WLK__FAST_SLOW)
+		wlk__lane_put(lane, c.slot, c.gen, true);
+	else if (rc != WLK__FAST_WAITING)
+		l->fast = true;
+	return rc;
+}
+
+/*
+ * wlk__lane_await() - spin until the fast word hands @l's name over.
+ * Return: WLK__FAST_OK or _FROZEN: held; _SLOW: settle under the mutex.
+ */
+enum wlk__fast wlk__lane_await(struct wlk_lock *l)
+{
+	struct wlk__fast_claim c = claim_of(l);
+	enum wlk__fast rc = wlk__fast_await(l->m->b, &c, &l->token);
+
+	if (rc != WLK__FAST_SLOW)
+		l->fast = true;
+	return rc;
+}
+
+/*
+ * wlk__lane_release() - release a lock held through the fast word; its
+ * slot goes back to its lane. Return: WLK__FAST_OK or _FROZEN: released;
+ * _SLOW: the name was inflated meanwhile: release it under the mutex.
+ */
+enum wlk__fast wlk__lane_release(struct wlk_lock *l)
+{
+	struct wlk__fast_claim c = claim_of(l);
+	enum wlk__fast rc = wlk__fast_let_go(l->m->b, &c);
+
+	if (rc == WLK__FAST_SLOW)
+		return rc;
+	wlk__lane_put(lane_of(l), l->slot, l->gen, true);
+	l->fast = false;
+	return rc;
+}
+
+/*
+ * wlk__lane_fill() - under the mutex: put one free request slot in an
+ * empty lane of @m, while the table is less than three quarters full.
+ */
+void wlk__lane_fill(struct wlk_manager *m)
+{
+	struct wlk__bucket *b = m->b;
+	struct wlk_seg_header *h = b->hdr;
+	struct wlk_seg_request *r;
+	struct wlk__lane *lane = NULL;
+	uint32_t ri;
+
+	/* Plain reads first: the lanes are usually all full, and a CAS
+	 * here would be time the other processes wait for the mutex. */
+	for (unsigned int i = 0; i < WLK_LANES && !lane; i++)
+		if (uatomic_read(&m->lanes[i].state) == WLK_LANE_EMPTY &&
+		    uatomic_cmpxchg(&m->lanes[i].state, WLK_LANE_EMPTY,
+				    WLK_LANE_BUSY) == WLK_LANE_EMPTY)
+			lane = &m->lanes[i];
+	if (!lane)
+		return;
+	ri = h->n_requests >= b->geo.max_requests -
+				     b->geo.max_requests / WLK_LANE_SPARE_DIV
+		     ? WLK_NIL
+		     : wlk__req_alloc(b);
+	if (ri == WLK_NIL) {
+		uatomic_set(&lane->state, WLK_LANE_EMPTY);
+		return;
+	}
+	wlk__req_init(b, ri, m->client, m->client_gen, WLK_EXCLUSIVE, 0);
+	r = wlk__req(b, ri);
+	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
+					   WLK_SLOT_RESERVED));
+	wlk__lane_put(lane, ri, WLK_WORD_GEN(r->word), true);
+}
+

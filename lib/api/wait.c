@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wait.c - a blocking request's wait for its grant, and a fast waiter's
+ * move to the mutex path (wlk__settle()). The thread spins a
+ * little, then sleeps on the request's futex word in the segment together
+ * with the abort signal's word, the manager's close word and the
+ * lifelines of the agents ahead of it (reap.c), until one changes; it
+ * gives up on timeout, abort or close. Whoever grants the request changes
+ * the word and wakes it.
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include "api.h"
+
+/* Under the mutex: reap dead blockers of a pending request, arm the rest. */
+void wlk__watch_arm(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		    struct wlk__wake *wake, struct wlk__watch *w)
+{
+	w->n = 0;
+	w->complete = true;
+	w->stale = false;
+	if (wlk__req(b, slot)->word == WLK_WORD(gen, WLK_SLOT_PENDING))
+		w->complete = wlk__watch_set(b, slot, wake, w->v,
+					     WLK_WATCH_MAX, &w->n);
+}
+
+static int watch_refresh(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+			 struct wlk__watch *w)
+{
+	struct wlk__wake wake;
+	int rc = wlk__lock(b, &wake);
+
+	if (rc)
+		return rc;
+	wlk__watch_arm(b, slot, gen, &wake, w);
+	wlk__unlock(b, &wake);
+	return 0;
+}
+
+/*
+ * Spin a little before sleeping: a grant that comes meanwhile costs no
+ * system call on either side (the granter skips the wake of a waiter not
+ * marked sleeping). Return: true if the request left PENDING.
+ */
+static bool spin_grant(const uint32_t *word, uint32_t gen)
+{
+	uint64_t end;
+
+	if (!wlk__spin_ok())
+		return false;
+	end = wlk__now_ns() + WLK_SPIN_NS;
+	do {
+		for (int i = 0; i < WLK_SPIN_CHECK; i++) {
+			if (wlk__word_load(word) !=
+			    WLK_WORD(gen, WLK_SLOT_PENDING))
+				return true;
+			caa_cpu_relax();
+		}
+	} while (wlk__now_ns() < end);
+	return false;
+}
+
+/*
+ * Sleep until the request leaves PENDING. Return: 0 once it has (granted,
+ * stolen or dropped: the caller reads the word), or the reason to give up:
+ * the signal's reason, WLK_ETIMEDOUT or WLK_ESTATE (manager closed), or an
+ * error from the segment.
+ */
+int wlk__wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
+		    struct wlk_signal *sig, uint64_t deadline,
+		    struct wlk__watch *watch)
+{
+	struct wlk_seg_request *r = wlk__req(m->b, slot);
+	uint32_t *word = &r->word;
+
+	if (spin_grant(word, gen))
+		return 0;
+	for (;;) {
+		struct wlk__waitv v[3 + WLK_WATCH_MAX];
+		unsigned int n = 0;
+		uint64_t until = deadline, now, recheck;
+		uint32_t w = wlk__word_load(word);
+		int rc;
+
+		if (w != WLK_WORD(gen, WLK_SLOT_PENDING))
+			return 0;
+		if (watch->stale) {
+			rc = watch_refresh(m->b, slot, gen, watch);
+			if (rc)
+				return rc;
+			continue;
+		}
+		v[n++] = (struct wlk__waitv){word, w};
+		/* Read each word before its condition: a change between
+		 * the two makes the wait return at once. */
+		if (sig) {
+			v[n++] = (struct wlk__waitv){
+				&sig->word, uatomic_read(&sig->word)};
+			cmm_smp_mb();
+			if (uatomic_read(&sig->reason))
+				return uatomic_read(&sig->reason);
+		}
+		v[n++] = (struct wlk__waitv){&m->close_word,
+					     uatomic_read(&m->close_word)};
+		cmm_smp_mb();
+		if (uatomic_read(&m->closed))
+			return WLK_ESTATE;
+		for (unsigned int i = 0; i < watch->n; i++)
+			v[n++] = watch->v[i];
+		now = wlk__now_ns();
+		if (deadline && now >= deadline)
+			return WLK_ETIMEDOUT;
+		recheck = now + (watch->complete ? WLK_SAFETY_RECHECK_NS
+						 : WLK_RECHECK_NS);
+		if (!until || recheck < until)
+			until = recheck;
+		/* Mark ourselves sleeping, then look once more: the granter
+		 * changes the word, then reads the mark (mutex.c). */
+		uatomic_set(&r->sleeping, 1);
+		cmm_smp_mb();
+		if (wlk__word_load(word) != w) {
+			uatomic_set(&r->sleeping, 0);
+			continue;
+		}
+		rc = wlk__futex_wait(v, n, until);
+		uatomic_set(&r->sleeping, 0);
+		if (rc == -ETIMEDOUT && until != deadline)
+			watch->stale = true;
+		/* A blocker's lifeline changed: it died or let go. The kernel
+		 * woke one watcher; pass it on at once, then look. */
+		for (unsigned int i = 0; i < watch->n; i++) {
+			if (uatomic_read(watch->v[i].word) != watch->v[i].val) {
+				wlk__futex_wake(watch->v[i].word, INT32_MAX);
+				watch->stale = true;
+			}
+		}
+	}
+}
+
+/*
+ * Release a granted request under the mutex (spec 4.2): for wlk_release(),
+ * and for a blocking or asynchronous request granted after it gave up.
+ * @keep: the slot goes back to its client's reserve (RESERVED, gen + 1).
+ */
+int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		      bool keep)
+{
+	struct wlk__wake wake;
+	int rc = wlk__lock(b, &wake);
+
+	if (rc)
+		return rc;
+	rc = wlk__release_lock(b, slot, gen, keep, &wake);
+	wlk__unlock(b, &wake);
+	return rc;
+}
+
+/*
+ * Give up on a request: abort it if still pending (spec 4.3). @closing: its
+ * manager is closing, and this may come before the close drops the
+ * client's requests: then its other requests in the queue go too (spec
+ * 2.6), or aborting this one could grant the next of them.
+ */
+int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		 bool closing)
+{
+	struct wlk__wake wake;
+	int rc = wlk__lock(b, &wake);
+
+	if (rc)
+		return rc;
+	rc = wlk__abort_request(b, slot, gen, closing, &wake);
+	wlk__unlock(b, &wake);
+	return rc;
+}
+
+/*
+ * wlk__dropped() - why a request of @m is gone from under its waiter: the
+ * manager was closed (WLK_ESTATE), which sets m->closed before it drops
+ * the client's requests under the segment mutex; or, with the manager
+ * open, a repair dropped it as damaged (WLK_ECORRUPT).
+ */
+int wlk__dropped(struct wlk_manager *m)
+{
+	return uatomic_read(&m->closed) ? WLK_ESTATE : WLK_ECORRUPT;
+}
+
+/*
+ * Wait for the grant of @l's pending request (wait.c), giving up on the
+ * options' timeout (@deadline) or signal. Return: 0 once held, else why
+ * not (nothing is left queued or held).
+ */
+int wlk__wait_for(struct wlk_manager *m, struct wlk_lock *l,
+		  const struct wlk_options *o, uint64_t deadline,
+		  struct wlk__watch *watch)
+{
+	struct wlk__bucket *b = m->b;
+	uint32_t *word = &wlk__req(b, l->slot)->word;
+	int rc = 0, why = 0, cancel;
+
+	if (wlk__word_load(word) == WLK_WORD(l->gen, WLK_SLOT_PENDING)) {
+		/* A waiter cancelled (even asynchronously) would leave its
+		 * request queued for ever: no cancellation while waiting. */
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+		why = wlk__wait_grant(m, l->slot, l->gen, o->signal,
+				      deadline, watch);
+		if (why)
+			rc = wlk__give_up(b, l->slot, l->gen,
+					  uatomic_read(&m->closed));
+		pthread_setcancelstate(cancel, NULL);
+	}
+	if (why) {
+		if (rc == 0 || rc < 0)
+			return rc == 0 ? why : rc;
+		/* Granted while giving up: a timeout came too late. */
+		if (why != WLK_ETIMEDOUT)
+			goto release;
+	}
+	if (WLK_WORD_GEN(wlk__word_load(word)) != l->gen ||
+	    WLK_WORD_STATE(wlk__word_load(word)) < WLK_SLOT_HELD)
+		return wlk__dropped(m);
+	/* Spec 4.4 step 14.1: an aborted signal still wins before the
+	 * callback runs; the lock is released at once. */
+	why = o->signal ? uatomic_read(&o->signal->reason) : 0;
+	if (!why)
+		return 0;
+release:
+	wlk__release_slot(b, l->slot, l->gen, false);
+	return why;
+}
+
+/*
+ * Under the mutex, @l's request just queued: arm the watch of its wait
+ * once, here, or, when the waiter spins first, after the spin (a steal
+ * during it would add a holder to watch), so that the blockers are probed
+ * once per wait, not twice.
+ */
+void wlk__watch_init(struct wlk__bucket *b, struct wlk_lock *l,
+		     struct wlk__wake *wake, struct wlk__watch *watch)
+{
+	if (!wlk__spin_ok())
+		wlk__watch_arm(b, l->slot, l->gen, wake, watch);
+	else
+		*watch = (struct wlk__watch){.n = 0, .complete = true,
+					    .stale = true};
+}
+
+/*
+ * A fast waiter not handed the lock in time, or whose name was inflated
+ * under it. Inflating the name (again: idempotent) makes its request an
+ * ordinary one, held or first in the queue; a request never adopted (its
+ * claim on the waiter word was lost) asks again the mutex way; one
+ * dropped meanwhile is gone (wlk__dropped()). A request held may have been
+ * stolen already: a steal waiting for the mutex when the fast word handed
+ * it the name inflates the name first. That is a grant too, as on the
+ * mutex path (wlk__wait_for()): the release reports WLK_ESTOLEN and frees
+ * the slot. The lane stays BUSY with the slot, as for an ordinary request
+ * in the lane's slot (request.c).
+ * Return: 0 with *@step WLK__STEP_HELD (held or stolen) or _MUTEX (ask
+ * again; the lane's slot is back in it), or why not (nothing is left
+ * queued or held).
+ */
+int wlk__settle(struct wlk_manager *m, struct wlk_lock *l,
+		enum wlk__step *step)
+{
+	static const struct wlk_options none; /* fast waiters have none */
+	struct wlk__bucket *b = m->b;
+	struct wlk_seg_name *n = wlk__name(b, l->fast_name);
+	struct wlk__wake wake;
+	struct wlk__watch watch;
+	uint32_t w;
+	int rc = wlk__lock(b, &wake);
+
+	l->laned = true;
+	if (rc)
+		return rc;
+	if (wlk__word_load(&n->word) == WLK_WORD(l->fast_ngen, WLK_SLOT_USED))
+		rc = wlk__name_inflate(b, l->fast_name);
+	w = wlk__req(b, l->slot)->word;
+	if (!rc && w == WLK_WORD(l->gen, WLK_SLOT_FAST)) {
+		wlk__lane_unclaim(l);
+		wlk__unlock(b, &wake);
+		l->laned = false;
+		*step = WLK__STEP_MUTEX;
+		return 0;
+	}
+	if (!rc && w == WLK_WORD(l->gen, WLK_SLOT_PENDING))
+		wlk__watch_init(b, l, &wake, &watch);
+	wlk__unlock(b, &wake);
+	if (rc)
+		return rc;
+	if (w == WLK_WORD(l->gen, WLK_SLOT_HELD) ||
+	    w == WLK_WORD(l->gen, WLK_SLOT_STOLEN)) {
+		*step = WLK__STEP_HELD;
+		return 0;
+	}
+	if (w != WLK_WORD(l->gen, WLK_SLOT_PENDING))
+		return wlk__dropped(m);
+	*step = WLK__STEP_HELD;
+	return wlk__wait_for(m, l, &none, 0, &watch);
+}

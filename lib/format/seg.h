@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * seg.h - a bucket's segment as this process maps it (struct wlk__bucket),
+ * and typed access to its tables and words. The lowest layer of lib/: the
+ * segment format (layout.h), the tunables, and this; every other layer
+ * includes it through the header of the layer below it.
+ */
+#ifndef WLK_SEG_H
+#define WLK_SEG_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <urcu/urcu-bp.h> /* the flavour must precede rculfhash.h */
+#include <urcu/rculfhash.h>
+#include <urcu/list.h>
+#include <urcu/uatomic.h>
+
+#include "weblocks.h"
+#include "layout.h"
+#include "tunables.h"
+
+#define WLK_INTERNAL __attribute__((__visibility__("hidden")))
+
+/* Per-thread caches (lane.c, handle.c): found without a call. */
+#define WLK_TLS __thread __attribute__((tls_model("initial-exec")))
+
+#define WLK_NSEC_PER_SEC 1000000000ull
+/* Bytes of the 128-bit bucket hash, and room for a segment's name. */
+#define WLK_KEY_BYTES 16
+#define WLK_SHM_NAME_MAX 64
+
+/*
+ * Fencing tokens at or above this are damage, never carried into a new
+ * segment or a new name entry: it leaves 2^63 grants before a wrap, and
+ * CLOCK_REALTIME in nanoseconds (where a segment's tokens start) reaches it
+ * in 2262.
+ */
+#define WLK_TOKEN_DAMAGED (1ull << 63)
+
+/*
+ * The geometry of a segment, copied to private memory once validated. All
+ * bound checks use this copy: a co-tenant scribbling on the header cannot
+ * widen them.
+ */
+struct wlk__geo {
+	uint32_t max_agents;
+	uint32_t max_clients;
+	uint32_t max_names;
+	uint32_t max_requests;
+	uint32_t max_name_len;
+	uint32_t name_stride;
+	uint32_t hash_buckets;
+	size_t off_agents;
+	size_t off_clients;
+	size_t off_names;
+	size_t off_requests;
+	size_t off_hash;
+	size_t size;
+};
+
+/*
+ * One mapping of a bucket's segment in this process, shared by every manager
+ * of that bucket here, and this process's agent slot in it. Lives in the
+ * registry (registry.c) while referenced.
+ */
+struct wlk__bucket {
+	struct cds_lfht_node node; /* registry */
+	unsigned long refs;        /* under the registry mutex */
+	unsigned long fork_gen;    /* process incarnation that mapped it */
+	uint8_t key[WLK_KEY_BYTES];
+	char base_name[WLK_SHM_NAME_MAX]; /* generation 0 */
+	char shm_name[WLK_SHM_NAME_MAX];  /* the generation in use */
+	int fd;
+	unsigned int mode; /* permission bits of the segment file */
+	uint8_t *base;
+	struct wlk_seg_header *hdr;
+	struct wlk__geo geo;
+	uint64_t seg_key[2]; /* private copy of the name-hash key */
+	uint32_t agent;      /* our agent slot */
+	uint32_t agent_gen;
+};
+
+/* Typed access to the tables. Callers bound the index first. */
+static inline struct wlk_seg_agent *wlk__agent(const struct wlk__bucket *b,
+					       uint32_t i)
+{
+	return (struct wlk_seg_agent *)(b->base + b->geo.off_agents) + i;
+}
+
+static inline struct wlk_seg_client *wlk__client(const struct wlk__bucket *b,
+						 uint32_t i)
+{
+	return (struct wlk_seg_client *)(b->base + b->geo.off_clients) + i;
+}
+
+static inline struct wlk_seg_name *wlk__name(const struct wlk__bucket *b,
+					     uint32_t i)
+{
+	return (struct wlk_seg_name *)(b->base + b->geo.off_names +
+				       (size_t)i * b->geo.name_stride);
+}
+
+static inline uint8_t *wlk__name_bytes(struct wlk_seg_name *n)
+{
+	return (uint8_t *)(n + 1);
+}
+
+static inline struct wlk_seg_request *wlk__req(const struct wlk__bucket *b,
+					       uint32_t i)
+{
+	return (struct wlk_seg_request *)(b->base + b->geo.off_requests) + i;
+}
+
+static inline uint32_t *wlk__hash_heads(const struct wlk__bucket *b)
+{
+	return (uint32_t *)(b->base + b->geo.off_hash);
+}
+
+/* Atomic access to slot words: release on publish, acquire on read. */
+static inline uint32_t wlk__word_load(const uint32_t *w)
+{
+	uint32_t v = uatomic_read(w);
+
+	cmm_smp_rmb();
+	return v;
+}
+
+static inline void wlk__word_store(uint32_t *w, uint32_t v)
+{
+	cmm_smp_wmb();
+	uatomic_set(w, v);
+}
+
+/*
+ * Usage counters ([D][A] in layout.h) change only under the segment mutex,
+ * so a plain load and store suffice; uatomic_set keeps the store whole for
+ * readers outside the mutex (query's sizing, the inspector), without the
+ * cost of a locked read-modify-write.
+ */
+static inline void wlk__count(uint32_t *c, int32_t d)
+{
+	uatomic_set(c, *c + (uint32_t)d);
+}
+
+static inline void wlk__count64(uint64_t *c, int64_t d)
+{
+	uatomic_set(c, *c + (uint64_t)d);
+}
+
+#endif /* WLK_SEG_H */

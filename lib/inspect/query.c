@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * query.c - LockManager.query(): spec 4.5 "snapshot the lock state".
+ *
+ * The copy is made under the segment mutex into buffers allocated before
+ * taking it, sized from the segment's usage counters (read without the
+ * mutex, so possibly stale): if they turn out too small, the mutex is
+ * released, the buffers grow, and the copy starts over. The API objects are
+ * built after unlocking.
+ *
+ * The copy is one instant's state: while it runs the freeze word is set,
+ * and fast operations that complete meanwhile wait for it (layout.h,
+ * QUERY).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inspect_internal.h"
+
+struct qent {
+	size_t name_off;
+	uint32_t name_len;
+	uint32_t cid;  /* index into qbuf.cids */
+	uint8_t mode;
+	bool held;
+};
+
+struct qcid {
+	char id[WLK_CLIENT_ID_MAX + 1];
+	pid_t pid;
+};
+
+struct qbuf {
+	char *names;
+	size_t names_cap, names_used;
+	struct qent *ents;
+	size_t ents_cap, ents_used;
+	struct qcid *cids;
+	size_t cids_cap, cids_used;
+	uint32_t *cmap; /* client slot -> index into cids, or WLK_NIL */
+};
+
+struct wlk_snapshot {
+	struct wlk_lock_info *held;
+	struct wlk_lock_info *pending;
+	size_t n_held;
+	size_t n_pending;
+	struct qbuf buf;
+};
+
+static void qbuf_free(struct qbuf *q)
+{
+	free(q->names);
+	free(q->ents);
+	free(q->cids);
+	free(q->cmap);
+	*q = (struct qbuf){0};
+}
+
+static int qbuf_alloc(struct qbuf *q, size_t names, size_t ents, size_t cids,
+		      uint32_t max_clients)
+{
+	qbuf_free(q);
+	q->names_cap = names;
+	q->ents_cap = ents;
+	q->cids_cap = cids;
+	q->names = malloc(names);
+	q->ents = malloc(ents * sizeof(*q->ents));
+	q->cids = malloc(cids * sizeof(*q->cids));
+	q->cmap = malloc(max_clients * sizeof(*q->cmap));
+	if (!q->names || !q->ents || !q->cids || !q->cmap) {
+		qbuf_free(q);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Copy the client of a request once; returns its index or WLK_NIL. */
+static uint32_t copy_client(struct wlk__bucket *b, struct qbuf *q,
+			    uint32_t ci)
+{
+	struct wlk_seg_client *c;
+	uint32_t len;
+
+	if (ci >= b->geo.max_clients)
+		return WLK_NIL;
+	if (q->cmap[ci] != WLK_NIL)
+		return q->cmap[ci];
+	if (q->cids_used == q->cids_cap)
+		return WLK_NIL;
+	c = wlk__client(b, ci);
+	len = c->id_len;
+	if (len > WLK_CLIENT_ID_MAX)
+		len = WLK_CLIENT_ID_MAX;
+	memcpy(q->cids[q->cids_used].id, c->id, len);
+	q->cids[q->cids_used].id[len] = '\0';
+	q->cids[q->cids_used].pid = (pid_t)c->pid;
+	q->cmap[ci] = (uint32_t)q->cids_used;
+	return (uint32_t)q->cids_used++;
+}
+
+/* Append the requests of one list of a name. */
+static int copy_list(struct wlk__bucket *b, struct qbuf *q, uint32_t head,
+		     size_t name_off, uint32_t name_len, bool held)
+{
+	uint32_t ri = head;
+
+	for (uint32_t steps = 0; ri != WLK_NIL; steps++) {
+		struct wlk_seg_request *r;
+		struct qent *e;
+
+		if (ri >= b->geo.max_requests || steps >= b->geo.max_requests)
+			return wlk__corrupt(b);
+		if (q->ents_used == q->ents_cap)
+			return -ENOSPC;
+		r = wlk__req(b, ri);
+		e = &q->ents[q->ents_used];
+		e->cid = copy_client(b, q, r->client);
+		if (e->cid == WLK_NIL)
+			return q->cids_used == q->cids_cap ? -ENOSPC
+							   : wlk__corrupt(b);
+		e->name_off = name_off;
+		e->name_len = name_len;
+		e->mode = r->mode == WLK_SHARED ? WLK_SHARED : WLK_EXCLUSIVE;
+		e->held = held;
+		q->ents_used++;
+		ri = r->next;
+	}
+	return 0;
+}
+
+/* The copy itself, under the mutex. -ENOSPC: the buffers are too small. */
+static int copy_state(struct wlk__bucket *b, struct qbuf *q)
+{
+	q->names_used = q->ents_used = q->cids_used = 0;
+	memset(q->cmap, 0xff, b->geo.max_clients * sizeof(*q->cmap));
+	for (uint32_t i = 0; i < b->geo.max_names; i++) {
+		struct wlk_seg_name *n = wlk__name(b, i);
+		uint32_t len = n->len;
+		size_t off = q->names_used;
+		int rc;
+
+		if (WLK_WORD_STATE(n->word) != WLK_SLOT_USED)
+			continue;
+		/* A lock held through the fast path joins the held set. */
+		if (wlk__fast_held(n)) {
+			rc = wlk__name_inflate(b, i);
+			if (rc)
+				return rc;
+		}
+		/* Idle names have nothing to show. */
+		if (n->h_head == WLK_NIL && n->q_head == WLK_NIL)
+			continue;
+		if (len > b->geo.max_name_len)
+			return wlk__corrupt(b);
+		if (q->names_cap - q->names_used < (size_t)len + 1)
+			return -ENOSPC;
+		memcpy(q->names + off, wlk__name_bytes(n), len);
+		q->names[off + len] = '\0';
+		q->names_used += (size_t)len + 1;
+		rc = copy_list(b, q, n->h_head, off, len, true);
+		if (!rc)
+			rc = copy_list(b, q, n->q_head, off, len, false);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int snapshot_build(struct wlk_snapshot *s)
+{
+	struct qbuf *q = &s->buf;
+	size_t nh = 0, np = 0;
+
+	for (size_t i = 0; i < q->ents_used; i++)
+		q->ents[i].held ? nh++ : np++;
+	s->held = calloc(nh ? nh : 1, sizeof(*s->held));
+	s->pending = calloc(np ? np : 1, sizeof(*s->pending));
+	if (!s->held || !s->pending)
+		return -ENOMEM;
+	for (size_t i = 0; i < q->ents_used; i++) {
+		const struct qent *e = &q->ents[i];
+		struct wlk_lock_info *li = e->held ? &s->held[s->n_held++]
+						   : &s->pending[s->n_pending++];
+
+		li->name = q->names + e->name_off;
+		li->name_len = e->name_len;
+		li->mode = (enum wlk_mode)e->mode;
+		li->client_id = q->cids[e->cid].id;
+		li->pid = q->cids[e->cid].pid;
+	}
+	return 0;
+}
+
+/* Buffer sizes: what the copy may need, and the most it can. */
+struct qsize {
+	size_t names, ents, cids;
+};
+
+static size_t cap(size_t n, size_t most)
+{
+	return n < most ? n : most;
+}
+
+static size_t grow(size_t n, size_t most)
+{
+	return n >= most / 2 ? most : n * 2;
+}
+
+/*
+ * The sizes to start from, from the usage counters, and the most the
+ * geometry allows (a name's bytes and NUL each, a request, a client). The
+ * counters are derived state: a count the geometry cannot reach is damage,
+ * flagged for repair (recover.c rebuilds them).
+ * Return: 0, or WLK_ECORRUPT.
+ */
+static int qsize_first(struct wlk__bucket *b, struct qsize *want,
+		       struct qsize *most)
+{
+	struct wlk_seg_header *h = b->hdr;
+	uint64_t bytes = uatomic_read(&h->name_bytes);
+	uint32_t names = uatomic_read(&h->n_names);
+	uint32_t reqs = uatomic_read(&h->n_requests);
+	uint32_t clients = uatomic_read(&h->n_clients);
+
+	most->names = (size_t)b->geo.max_names * (b->geo.max_name_len + 1);
+	most->ents = b->geo.max_requests;
+	most->cids = b->geo.max_clients;
+	if (names > b->geo.max_names ||
+	    bytes > (uint64_t)b->geo.max_names * b->geo.max_name_len ||
+	    reqs > b->geo.max_requests || clients > b->geo.max_clients)
+		return wlk__corrupt(b);
+	want->names = cap((size_t)bytes + names + QUERY_SLACK, most->names);
+	want->ents = cap((size_t)reqs + QUERY_SLACK, most->ents);
+	want->cids = cap((size_t)clients + QUERY_SLACK, most->cids);
+	return 0;
+}
+
+/* The copy, under the mutex, with the fast path frozen. */
+static int copy_frozen(struct wlk__bucket *b, struct qbuf *q)
+{
+	struct wlk_seg_header *h = b->hdr;
+	int rc;
+
+	uatomic_set(&h->freeze, 1);
+	cmm_smp_mb(); /* the freeze, then the fast words (layout.h, QUERY) */
+	WLK_FAILPOINT(query_frozen);
+	rc = copy_state(b, q);
+	cmm_smp_mb(); /* every read of the copy, then the thaw */
+	uatomic_set(&h->freeze, 0);
+	return rc;
+}
+
+static int snapshot_copy(struct wlk__bucket *b, struct qbuf *q)
+{
+	struct qsize want = {0}, most = {0};
+	struct wlk__wake wake;
+	int rc = qsize_first(b, &want, &most);
+
+	if (rc) {
+		/* Read before locking, they would stop every later call
+		 * here if nobody else locked: repair them now (wlk__lock()
+		 * does, or poisons the segment). */
+		if (!wlk__lock(b, &wake))
+			wlk__unlock(b, &wake);
+		return rc;
+	}
+	for (;;) {
+		rc = qbuf_alloc(q, want.names, want.ents, want.cids,
+				b->geo.max_clients);
+		if (rc)
+			return rc;
+		rc = wlk__lock(b, &wake);
+		if (rc)
+			return rc;
+		/* Dead processes hold nothing: reap before looking. */
+		if (wlk__reap_all(b, &wake)) {
+			wlk__unlock(b, &wake);
+			continue;
+		}
+		rc = copy_frozen(b, q);
+		/* Room for all a sound segment holds, and still too little:
+		 * lists that share requests, or the like. */
+		if (rc == -ENOSPC && want.names == most.names &&
+		    want.ents == most.ents && want.cids == most.cids)
+			rc = wlk__corrupt(b);
+		wlk__unlock(b, &wake);
+		if (rc != -ENOSPC)
+			return rc;
+		want.names = grow(want.names, most.names);
+		want.ents = grow(want.ents, most.ents);
+		want.cids = grow(want.cids, most.cids);
+	}
+}
+
+WLK_EXPORT int wlk_query(struct wlk_manager *m, struct wlk_snapshot **out)
+{
+	struct wlk_snapshot *s;
+	int rc;
+
+	if (!m || !out)
+		return WLK_EINVAL;
+	if (!wlk__manager_enter(m))
+		return WLK_ESTATE;
+	s = calloc(1, sizeof(*s));
+	rc = s ? snapshot_copy(m->b, &s->buf) : -ENOMEM;
+	if (!rc)
+		rc = snapshot_build(s);
+	wlk__manager_leave(m);
+	if (rc) {
+		wlk_snapshot_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+WLK_EXPORT size_t wlk_snapshot_held_count(const struct wlk_snapshot *s)
+{
+	return s ? s->n_held : 0;
+}
+
+WLK_EXPORT const struct wlk_lock_info *
+wlk_snapshot_held(const struct wlk_snapshot *s, size_t i)
+{
+	return s && i < s->n_held ? &s->held[i] : NULL;
+}
+
+WLK_EXPORT size_t wlk_snapshot_pending_count(const struct wlk_snapshot *s)
+{
+	return s ? s->n_pending : 0;
+}
+
+WLK_EXPORT const struct wlk_lock_info *
+wlk_snapshot_pending(const struct wlk_snapshot *s, size_t i)
+{
+	return s && i < s->n_pending ? &s->pending[i] : NULL;
+}
+
+WLK_EXPORT void wlk_snapshot_free(struct wlk_snapshot *s)
+{
+	if (!s)
+		return;
+	qbuf_free(&s->buf);
+	free(s->held);
+	free(s->pending);
+	free(s);
+}

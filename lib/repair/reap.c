@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reap.c - which agents are alive, and the termination of dead ones (spec
+ * 2.6 "terminate remaining locks and requests").
+ *
+ * Each agent (process) keeps its lifeline, a robust mutex in its agent
+ * slot, locked by a library-owned thread for as long as it is attached
+ * (anchor.c). A trylock tells the rest: EBUSY means alive; EOWNERDEAD means
+ * the process died (SIGKILL, crash, exit or exec without detaching) and the
+ * prober now owns the lifeline. A stopped or slow process is alive.
+ *
+ * Reaping a dead agent, under the segment mutex: release its locks, abort
+ * its requests, free its clients and its slot, mark the lifeline
+ * consistent. The lifeline itself is unlocked after the segment mutex is
+ * released (wlk__wake_flush()), since unlocking it may wake watchers, and
+ * then every watcher of it is woken. A reaper that dies halfway leaves the
+ * lifeline owner-dead again and the segment mutex owner-dead too: the next
+ * locker repairs and reaps again.
+ *
+ * Waiters watch the lifelines of the agents blocking them (wlk__watch_set())
+ * so that a death wakes them without polling: they set FUTEX_WAITERS in
+ * the lifeline's lock word, exactly as a glibc waiter would before
+ * sleeping, and the kernel's robust-list processing wakes a waiter of a
+ * dead owner's word.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+
+#include "repair.h"
+
+/* The futex word of a lifeline: glibc's lock word, tid | flags. */
+uint32_t *wlk__lifeline_word(struct wlk__bucket *b, uint32_t ai)
+{
+	return (uint32_t *)&wlk__agent(b, ai)->u.lifeline.__data.__lock;
+}
+
+static void reap(struct wlk__bucket *b, uint32_t ai, struct wlk__wake *wake)
+{
+	uint32_t gen = WLK_WORD_GEN(wlk__agent(b, ai)->word);
+
+	for (uint32_t ci = 0; ci < b->geo.max_clients; ci++) {
+		struct wlk_seg_client *c = wlk__client(b, ci);
+
+		if (WLK_WORD_STATE(c->word) == WLK_SLOT_USED &&
+		    c->agent == ai && c->agent_gen == gen)
+			wlk__drop_client(b, ci, true, wake);
+	}
+	wlk__agent_free(b, ai, gen);
+	WLK_FAILPOINT(reap_after_free);
+}
+
+/*
+ * wlk__agent_probe() - reap agent @ai if it is dead.
+ * Return: true if it was dead (and is reaped, or left for later when the
+ * wake list has no room for its lifeline).
+ */
+bool wlk__agent_probe(struct wlk__bucket *b, uint32_t ai,
+		      struct wlk__wake *wake)
+{
+	struct wlk_seg_agent *a;
+	int rc;
+
+	if (ai >= b->geo.max_agents || ai == b->agent)
+		return false;
+	a = wlk__agent(b, ai);
+	if (WLK_WORD_STATE(a->word) != WLK_SLOT_USED)
+		return false;
+	if (wake->n_reaped == WLK_REAP_BATCH)
+		return false; /* the next pass gets it */
+	rc = wlk__mutex_trylock(&a->u.lifeline);
+	if (rc == EBUSY)
+		return false;
+	if (rc != 0 && rc != EOWNERDEAD)
+		return false; /* ENOTRECOVERABLE, damaged: not ours to judge */
+	/* Dead (EOWNERDEAD), or a slot whose owner unlocked without
+	 * detaching: either way nobody keeps it alive. We own it now. */
+	if (rc == EOWNERDEAD)
+		pthread_mutex_consistent(&a->u.lifeline);
+	reap(b, ai, wake);
+	wake->reaped[wake->n_reaped++] = ai;
+	uatomic_inc(&b->hdr->reaped_agents);
+	return true;
+}
+
+/*
+ * wlk__reap_all() - probe every attached agent (at attach, in query(), in
+ * recovery). Return: true if the wake list filled up and dead agents may be
+ * left for another pass (after wlk__unlock()).
+ */
+bool wlk__reap_all(struct wlk__bucket *b, struct wlk__wake *wake)
+{
+	for (uint32_t ai = 0; ai < b->geo.max_agents; ai++)
+		wlk__agent_probe(b, ai, wake);
+	return wake->n_reaped == WLK_REAP_BATCH;
+}
+
+/* Add the agent of request @ri to @set unless present; false if full. */
+static bool set_add(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
+		    unsigned int *n, unsigned int max)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+	uint32_t ci = r->client, ai;
+
+	if (ci >= b->geo.max_clients)
+		return true;
+	ai = wlk__client(b, ci)->agent;
+	if (ai >= b->geo.max_agents || ai == b->agent)
+		return true;
+	for (unsigned int i = 0; i < *n; i++)
+		if (set[i] == ai)
+			return true;
+	if (*n == max)
+		return false;
+	set[(*n)++] = ai;
+	return true;
+}
+
+/*
+ * The agents that can keep request @ri of name @ni waiting: holders of the
+ * name and requests ahead of @ri in the queue (all of them for WLK_NIL).
+ * Later arrivals cannot, except a stealer, and a steal wakes every waiter
+ * of the name to look again. Return: false if there were more than @max.
+ */
+static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
+		     uint32_t *set, unsigned int *n, unsigned int max)
+{
+	uint32_t lists[2];
+	bool fits = true;
+
+	*n = 0;
+	if (ni >= b->geo.max_names)
+		return false;
+	lists[0] = wlk__name(b, ni)->h_head;
+	lists[1] = wlk__name(b, ni)->q_head;
+	for (int l = 0; l < 2; l++) {
+		uint32_t i = lists[l];
+
+		for (uint32_t steps = 0; i != WLK_NIL && i != ri; steps++) {
+			if (i >= b->geo.max_requests ||
+			    steps >= b->geo.max_requests) {
+				wlk__corrupt(b);
+				return false;
+			}
+			fits = set_add(b, i, set, n, max) && fits;
+			i = wlk__req(b, i)->next;
+		}
+	}
+	return fits;
+}
+
+/* The agents ahead of pending request @ri, at most @max (capped). */
+static bool blockers_of(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
+			unsigned int *k, unsigned int max)
+{
+	if (max > WLK_WATCH_MAX)
+		max = WLK_WATCH_MAX;
+	return blockers(b, wlk__req(b, ri)->name, ri, set, k, max);
+}
+
+/*
+ * wlk__watch_set() - reap the dead among the agents blocking pending
+ * request @ri and arm the lifelines of the live ones for watching: on
+ * return @v[0..*n) are lifeline words with the value to sleep on.
+ * Return: false if not every blocker could be watched (the caller then
+ * re-checks on a timer).
+ */
+bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
+		    struct wlk__waitv *v, unsigned int max, unsigned int *n)
+{
+	uint32_t set[WLK_WATCH_MAX];
+	unsigned int k = 0;
+	bool all = blockers_of(b, ri, set, &k, max);
+
+	*n = 0;
+	for (unsigned int i = 0; i < k; i++) {
+		uint32_t *w = wlk__lifeline_word(b, set[i]);
+		bool armed = false;
+
+		for (int tries = 0; tries < WATCH_TRIES && !armed; tries++) {
+			uint32_t old, want;
+
+			if (wlk__agent_probe(b, set[i], wake))
+				break; /* dead and reaped: no longer blocks */
+			old = uatomic_read(w);
+			if (!(old & FUTEX_TID_MASK))
+				break; /* it just detached: its requests went */
+			if (old & FUTEX_OWNER_DIED)
+				continue; /* died since the probe: again */
+			want = old | FUTEX_WAITERS;
+			if (old == want || uatomic_cmpxchg(w, old, want) == old) {
+				v[(*n)++] = (struct wlk__waitv){w, want};
+				armed = true;
+			}
+		}
+		if (!armed && WLK_WORD_STATE(wlk__agent(b, set[i])->word) ==
+				      WLK_SLOT_USED)
+			all = false; /* the caller re-checks on a timer */
+	}
+	return all;
+}
+
+/*
+ * Probe the agents holding or queueing on name @ni (an if_available
+ * request about to be refused). Return: true if any was dead; the name
+ * entry may then be gone.
+ */
+static bool reap_name(struct wlk__bucket *b, uint32_t ni,
+		      struct wlk__wake *wake)
+{
+	uint32_t set[WLK_WATCH_MAX], before = wake->n_reaped;
+	unsigned int k = 0;
+
+	blockers(b, ni, WLK_NIL, set, &k, WLK_WATCH_MAX);
+	for (unsigned int i = 0; i < k; i++)
+		wlk__agent_probe(b, set[i], wake);
+	return wake->n_reaped != before;
+}
+
+/*
+ * wlk__request_reaping() - wlk__request_lock(), but an if_available request
+ * is refused only for live holders: when it would be refused, the dead
+ * holders and waiters of its name are reaped first. Their release may give
+ * the name back to the fast path (or grant it through the fast word), so
+ * the request is then looked at again from the start.
+ *
+ * Return: as wlk__request_lock(), never WLK__UNPROBED.
+ */
+int wlk__request_reaping(struct wlk__bucket *b, const struct wlk__enqueue *e,
+			 struct wlk__wake *wake, uint32_t *slot, uint32_t *gen)
+{
+	struct wlk__enqueue probed = *e;
+	uint32_t ni;
+	int rc = wlk__request_lock(b, e, wake, slot, gen);
+
+	if (rc != WLK__UNPROBED)
+		return rc;
+	/* Refused, and the name is still there, inflated: reap its dead.
+	 * Asking again settles the name if it is refused still. */
+	if (!wlk__name_find(b, e->name, e->name_len, e->hash, &ni))
+		reap_name(b, ni, wake);
+	probed.probed = true;
+	return wlk__request_lock(b, &probed, wake, slot, gen);
+}
+
+/*
+ * wlk__blockers_live() - the live agents blocking pending request @ri,
+ * after reaping the dead ones (for event loops, which watch them through
+ * pidfds). Return: false if there were more than @max.
+ */
+bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
+			struct wlk__wake *wake, uint32_t *agents,
+			unsigned int max, unsigned int *n)
+{
+	uint32_t set[WLK_WATCH_MAX];
+	unsigned int k = 0;
+	bool all = blockers_of(b, ri, set, &k, max);
+
+	*n = 0;
+	for (unsigned int i = 0; i < k; i++)
+		if (!wlk__agent_probe(b, set[i], wake))
+			agents[(*n)++] = set[i];
+	return all;
+}

@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ops.c - the spec's operations on one request (section 4): request a lock
+ * (4.1), release the lock (4.2), abort the request (4.3), and terminate a
+ * client's remaining locks and requests (2.6). They change the tables and
+ * leave the granting to queue.c's process-the-queue. All run under the
+ * segment mutex.
+ */
+#include <errno.h>
+
+#include "spec.h"
+
+/* If-available test: grantable without waiting (spec 2.5 with an empty
+ * queue requirement, since the request is not in the queue yet). */
+static bool available(const struct wlk_seg_name *n, enum wlk_mode mode)
+{
+	return n->q_head == WLK_NIL && wlk__head_grantable(n, (uint8_t)mode);
+}
+
+/*
+ * The name entry a request goes to: *@ni is WLK_NIL if it does not exist
+ * yet. Return: 0, 1 for an if_available miss, or an error.
+ */
+/* The name entry, inflated (FAST PATH: its mutex-side state is all of
+ * it then), or *@ni = WLK_NIL if there is none. */
+static int lookup(struct wlk__bucket *b, const struct wlk__enqueue *e,
+		  uint64_t hash, uint32_t *ni)
+{
+	int rc = wlk__name_find(b, e->name, e->name_len, hash, ni);
+
+	if (rc == -ENOENT) {
+		*ni = WLK_NIL;
+		return 0;
+	}
+	return rc ? rc : wlk__name_inflate(b, *ni);
+}
+
+static int find_name(struct wlk__bucket *b, const struct wlk__enqueue *e,
+		     uint64_t hash, uint32_t *ni)
+{
+	int rc = lookup(b, e, hash, ni);
+
+	if (rc || *ni == WLK_NIL || !e->if_available ||
+	    available(wlk__name(b, *ni), e->mode))
+		return rc;
+	/* Refuse only for live holders: the caller reaps the dead ones
+	 * (reap.c) and asks again. */
+	return e->probed ? WLK__UNAVAILABLE : WLK__UNPROBED;
+}
+
+/* Fill a free request slot and publish it as pending. */
+static void request_fill(struct wlk__bucket *b, uint32_t ri, uint32_t ni,
+			 const struct wlk__enqueue *e)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+
+	/* A blocking request in a lane's slot may be granted through the
+	 * fast word; a steal is granted as it is, with the holders it
+	 * stole from beside it. */
+	wlk__req_init(b, ri, e->client, e->client_gen, e->mode,
+		      (uint8_t)(e->flags |
+				(e->own == ri && !e->steal &&
+						 !(e->flags & WLK_REQF_ASYNC)
+					 ? WLK_REQF_LANE
+					 : 0)));
+	r->name = ni;
+	r->name_gen = WLK_WORD_GEN(wlk__name(b, ni)->word);
+	r->seq = ++wlk__name(b, ni)->seq;
+	r->enq_ns = wlk__stamp_ns();
+	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
+					   WLK_SLOT_PENDING));
+}
+
+/*
+ * wlk__request_lock() - spec 4.1 "request a lock", steps 3.1-3.6.
+ * @b:    the bucket, locked.
+ * @e:    what is requested, validated by the caller.
+ * @wake: collects wake-ups.
+ * @slot: receives the request slot; @gen its generation.
+ *
+ * Return: an enum wlk__requested: WLK__REQUESTED (the request is held or
+ * pending: read its word), WLK__UNAVAILABLE for an if_available miss
+ * (nothing allocated), WLK__UNPROBED for a miss whose
+ * holders were not probed (@e->probed false; nothing allocated, the name
+ * left inflated: wlk__request_reaping() probes and asks again), WLK_ESTATE
+ * if the client is gone, WLK_EFULL with nothing changed, or WLK_ECORRUPT.
+ */
+int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
+		      struct wlk__wake *wake, uint32_t *slot, uint32_t *gen)
+{
+	struct wlk_seg_header *h = b->hdr;
+	uint64_t hash = e->hash;
+	uint32_t ni = WLK_NIL, ri;
+	bool own;
+	int rc;
+
+	if (!wlk__client_live(b, e->client, e->client_gen))
+		return WLK_ESTATE;
+	rc = find_name(b, e, hash, &ni);
+	if (rc == WLK__UNPROBED)
+		return rc; /* still inflated, for the probe */
+	if (rc)
+		goto settle;
+	/* The caller's reserved slot, if it offered one that is still its. */
+	own = e->own < b->geo.max_requests &&
+	      wlk__req(b, e->own)->word ==
+		      WLK_WORD(e->own_gen, WLK_SLOT_RESERVED) &&
+	      wlk__req(b, e->own)->client == e->client &&
+	      wlk__req(b, e->own)->client_gen == e->client_gen;
+	/* Check every table before changing anything. */
+	if (!own && h->free_requests == WLK_NIL)
+		wlk__stash_reclaim(b);
+	if ((!own && h->free_requests == WLK_NIL) ||
+	    (ni == WLK_NIL && h->free_names == WLK_NIL &&
+	     h->idle_head == WLK_NIL)) {
+		rc = WLK_EFULL;
+		goto settle;
+	}
+	if (ni != WLK_NIL) {
+		rc = wlk__name_touch(b, ni);
+		if (rc)
+			return rc;
+	} else {
+		rc = h->free_names == WLK_NIL ? wlk__idle_inflate(b) : 0;
+		if (!rc)
+			rc = wlk__name_new(b, e->name, e->name_len, hash,
+					   &ni);
+		if (rc)
+			return rc;
+		WLK_FAILPOINT(request_after_name);
+	}
+	ri = own ? e->own : wlk__req_alloc(b);
+	if (ri == WLK_NIL)
+		return WLK_ECORRUPT; /* checked above: the list is bad */
+	request_fill(b, ri, ni, e);
+	*slot = ri;
+	*gen = WLK_WORD_GEN(wlk__req(b, ri)->word);
+	WLK_FAILPOINT(request_after_commit);
+	wake->self1 = ri + 1;
+	if (e->steal)
+		rc = wlk__steal(b, wlk__name(b, ni), ri, wake);
+	else
+		rc = wlk__enqueue(b, ni, ri, wake);
+	wake->self1 = 0;
+	return rc;
+settle:
+	/* Inflated for nothing: give the fast path its name back. */
+	if (ni < b->geo.max_names &&
+	    WLK_WORD_STATE(wlk__name(b, ni)->word) == WLK_SLOT_USED)
+		wlk__name_settle(b, ni);
+	return rc;
+}
+
+/*
+ * Take a request out of its queue (pending: spec 4.3) or the held set (held:
+ * spec 4.2), free it, and run the name's queue.
+ */
+static int drop(struct wlk__bucket *b, uint32_t ri, bool held, bool keep,
+		struct wlk__wake *wake)
+{
+	struct wlk_seg_name *n;
+	uint32_t ni;
+	int rc;
+
+	n = wlk__name_of(b, wlk__req(b, ri), &ni);
+	if (!n)
+		return WLK_ECORRUPT;
+	rc = held ? wlk__ungrant(b, n, ri) : wlk__dequeue(b, n, ri);
+	if (rc)
+		return rc;
+	if (held)
+		WLK_FAILPOINT(release_after_ungrant);
+	else
+		WLK_FAILPOINT(unqueue_after_remove);
+	/* Kept for its client only while that client lives (not closed). */
+	if (keep && wlk__client_live(b, wlk__req(b, ri)->client,
+				     wlk__req(b, ri)->client_gen))
+		wlk__req_keep(b, ri);
+	else
+		wlk__req_free(b, ri);
+	rc = wlk__process_queue(b, ni, wake);
+	wlk__name_put(b, ni);
+	return rc;
+}
+
+static int unqueue(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
+{
+	return drop(b, ri, false, false, wake);
+}
+
+static int unhold(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
+{
+	return drop(b, ri, true, false, wake);
+}
+
+/*
+ * wlk__release_lock() - spec 4.2 "release the lock".
+ * @keep: the slot goes back to its client's reserve (RESERVED, gen + 1)
+ *        rather than to the free list: the releaser's lane takes it.
+ * Return: 0; WLK_ESTOLEN if it had been stolen (the slot is freed and
+ * nothing else changes); WLK_ESTATE if it is no longer ours; WLK_ECORRUPT
+ * (a held slot whose name index is out of bounds is freed).
+ */
+int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
+		      bool keep, struct wlk__wake *wake)
+{
+	uint32_t w;
+
+	if (ri >= b->geo.max_requests)
+		return WLK_ESTATE;
+	w = wlk__req(b, ri)->word;
+	/* Held through the fast path: make it an ordinary lock first. */
+	if (w == WLK_WORD(gen, WLK_SLOT_FAST)) {
+		uint32_t ni = uatomic_read(&wlk__req(b, ri)->name);
+		int rc;
+
+		/* Its name index was damaged: which name it holds is not
+		 * known. Free it; the repair this asks for turns off the
+		 * fast word that may still name it. */
+		if (ni >= b->geo.max_names) {
+			wlk__req_free(b, ri);
+			return wlk__corrupt(b);
+		}
+		rc = wlk__name_inflate(b, ni);
+		if (rc)
+			return rc;
+		w = wlk__req(b, ri)->word;
+	}
+	if (w == WLK_WORD(gen, WLK_SLOT_STOLEN)) {
+		wlk__req_free(b, ri);
+		return WLK_ESTOLEN;
+	}
+	if (w != WLK_WORD(gen, WLK_SLOT_HELD))
+		return WLK_ESTATE;
+	return drop(b, ri, true, keep, wake);
+}
+
+/*
+ * Spec 2.6 step 1 for client @ci (gen @cgen), whose request @ri is pending:
+ * abort it and every other request of the client in the same queue, then
+ * process that queue once, so that none of them is granted on the way out.
+ * Return: 0 or WLK_ECORRUPT.
+ */
+static int abort_queued(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
+			uint32_t cgen, struct wlk__wake *wake)
+{
+	struct wlk_seg_name *n;
+	uint32_t ni, i;
+	int rc;
+
+	n = wlk__name_of(b, wlk__req(b, ri), &ni);
+	if (!n)
+		return WLK_ECORRUPT;
+	i = n->q_head;
+	for (uint32_t steps = 0; i != WLK_NIL; steps++) {
+		struct wlk_seg_request *r;
+		uint32_t next;
+
+		if (i >= b->geo.max_requests || steps >= b->geo.max_requests)
+			return wlk__corrupt(b);
+		r = wlk__req(b, i);
+		next = r->next;
+		if (r->client == ci && r->client_gen == cgen) {
+			wlk__wake_add(b, wake, i);
+			rc = wlk__dequeue(b, n, i);
+			if (rc)
+				return rc;
+			WLK_FAILPOINT(unqueue_after_remove);
+			wlk__req_free(b, i);
+		}
+		i = next;
+	}
+	rc = wlk__process_queue(b, ni, wake);
+	wlk__name_put(b, ni);
+	return rc;
+}
+
+/*
+ * wlk__abort_request() - spec 4.3 "abort the request", if it is still
+ * pending.
+ * @closing: its manager is closing: as in spec 2.6 step 1, every request
+ *           of its client in that queue goes too (abort_queued()).
+ * Return: 0 if it was pending and is gone; 1 if it was granted meanwhile
+ * (held, stolen or fast; the caller owns it); WLK_ESTATE if the slot is no
+ * longer ours; WLK_ECORRUPT.
+ */
+int wlk__abort_request(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
+		       bool closing, struct wlk__wake *wake)
+{
+	struct wlk_seg_request *r;
+	uint32_t w;
+
+	if (ri >= b->geo.max_requests)
+		return WLK_ESTATE;
+	r = wlk__req(b, ri);
+	w = r->word;
+	if (w == WLK_WORD(gen, WLK_SLOT_PENDING))
+		return closing ? abort_queued(b, ri, r->client, r->client_gen,
+					      wake)
+			       : unqueue(b, ri, wake);
+	/* FAST: granted through the fast word (queue.c). */
+	if (w == WLK_WORD(gen, WLK_SLOT_HELD) ||
+	    w == WLK_WORD(gen, WLK_SLOT_STOLEN) ||
+	    w == WLK_WORD(gen, WLK_SLOT_FAST))
+		return 1;
+	return WLK_ESTATE;
+}
+
+/*
+ * The slots a client keeps for the fast path (layout.h, FAST PATH): a
+ * reserved one is freed; one its fast path claimed is a held lock or a
+ * waiting request if its name's fast word says so (inflated, then released
+ * or aborted like any other), and otherwise an acquire in flight, which
+ * only a dead owner leaves behind: a live owner finds its client gone and
+ * discards the slot itself. Return: 0 or WLK_ECORRUPT.
+ */
+static int drop_fast(struct wlk__bucket *b, uint32_t ri, uint32_t w,
+		     bool dead, struct wlk__wake *wake)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+	uint32_t ni = r->name;
+	int rc;
+
+	if (WLK_WORD_STATE(w) == WLK_SLOT_RESERVED) {
+		wlk__req_reclaim(b, ri, w);
+		return 0;
+	}
+	if (ni < b->geo.max_names && (wlk__fast_holds(b, ni, ri) ||
+				      wlk__fast_waits(b, ni, ri))) {
+		uint32_t now;
+
+		rc = wlk__name_inflate(b, ni);
+		if (rc)
+			return rc;
+		now = wlk__req(b, ri)->word;
+		if (now == WLK_WORD(WLK_WORD_GEN(w), WLK_SLOT_HELD))
+			return unhold(b, ri, wake);
+		if (now == WLK_WORD(WLK_WORD_GEN(w), WLK_SLOT_PENDING))
+			return unqueue(b, ri, wake);
+		return 0;
+	}
+	if (dead) {
+		wlk__fast_unclaim(b, ri);
+		wlk__req_free(b, ri);
+	}
+	return 0;
+}
+
+/* Step 1 for one slot of the client: abort it if it is a request, pending
+ * or its name's fast waiter (inflated: then it is pending). Return: 0 or
+ * WLK_ECORRUPT. */
+static int abort_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
+		     uint32_t cgen, struct wlk__wake *wake)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+	uint32_t w = uatomic_read(&r->word);
+
+	if (WLK_WORD_STATE(w) == WLK_SLOT_FAST) {
+		uint32_t ni = uatomic_read(&r->name);
+		int rc;
+
+		if (ni >= b->geo.max_names || !wlk__fast_waits(b, ni, ri))
+			return 0;
+		rc = wlk__name_inflate(b, ni);
+		if (rc)
+			return rc;
+		w = uatomic_read(&r->word);
+	}
+	if (WLK_WORD_STATE(w) == WLK_SLOT_PENDING)
+		return abort_queued(b, ri, ci, cgen, wake);
+	return 0;
+}
+
+/*
+ * wlk__drop_client() - spec 2.6 "terminate remaining locks and requests"
+ * for one client: abort its requests, release its locks, then forget it.
+ * @dead: its process is gone (reaped), rather than closing the manager.
+ * Two passes over the slots, in the spec's order: releasing a lock first
+ * would grant the client's own request queued behind it for an instant,
+ * and give it a fencing token. The second pass also drops what the first
+ * could not (a request in no queue: damage that recovery repairs).
+ * A step that finds damage does not stop the others: the client goes
+ * anyway, and the segment is flagged for repair by the next locker.
+ */
+void wlk__drop_client(struct wlk__bucket *b, uint32_t ci, bool dead,
+		      struct wlk__wake *wake)
+{
+	uint32_t gen = WLK_WORD_GEN(wlk__client(b, ci)->word);
+	bool damaged = false;
+
+	for (uint32_t ri = 0; ri < b->geo.max_requests; ri++) {
+		struct wlk_seg_request *r = wlk__req(b, ri);
+
+		if (r->client == ci && r->client_gen == gen &&
+		    abort_own(b, ri, ci, gen, wake))
+			damaged = true;
+	}
+	for (uint32_t ri = 0; ri < b->geo.max_requests; ri++) {
+		struct wlk_seg_request *r = wlk__req(b, ri);
+		uint32_t w = uatomic_read(&r->word);
+		uint32_t state = WLK_WORD_STATE(w);
+
+		if (state == WLK_SLOT_FREE || r->client != ci ||
+		    r->client_gen != gen)
+			continue;
+		if (state == WLK_SLOT_RESERVED || state == WLK_SLOT_FAST) {
+			if (drop_fast(b, ri, w, dead, wake))
+				damaged = true;
+			continue;
+		}
+		wlk__wake_add(b, wake, ri);
+		WLK_FAILPOINT(drop_client_mid);
+		if (state == WLK_SLOT_PENDING) {
+			if (unqueue(b, ri, wake))
+				damaged = true;
+		} else if (state == WLK_SLOT_HELD) {
+			if (unhold(b, ri, wake))
+				damaged = true;
+		} else {
+			wlk__req_free(b, ri);
+		}
+	}
+	wlk__client_free(b, ci);
+	if (damaged)
+		wlk__corrupt(b);
+}

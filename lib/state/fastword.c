@@ -1,0 +1,525 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fastword.c - every access to a name's fast word and waiter word
+ * (layout.h, FAST PATH), from both sides: the fast path, which takes,
+ * hands over and releases a name with CASes and no mutex, and the mutex
+ * side, which turns the fast path off (inflation), reads who holds and
+ * who waits, grants through the word and turns it on again.
+ *
+ * The functions of the fast path take a struct wlk__fast_claim: the name
+ * entry and the request slot the caller claimed for it (a manager's lane,
+ * api/lane.c), and report what happened as an enum wlk__fast. Nothing here
+ * is an error: a fast operation that cannot go on returns WLK__FAST_SLOW,
+ * and the caller takes the mutex. None of them takes the mutex; one that
+ * succeeds while a query copies the bucket returns WLK__FAST_FROZEN, and
+ * the caller waits for the copy (layout.h, QUERY) before it goes on.
+ */
+#include <string.h>
+
+#include "state.h"
+
+_Static_assert(WLK_LIMIT_MAX_REQUESTS + 1ull <= WLK_FAST_HOLDER_MASK,
+	       "a fast word holds any request slot + 1");
+
+static inline uint64_t fast_load(const uint64_t *f)
+{
+	uint64_t v = uatomic_read(f);
+
+	cmm_smp_rmb();
+	return v;
+}
+
+/* The fast word of name entry @ni of generation @ngen, "on" and free. */
+static inline uint64_t on_free(uint32_t ngen)
+{
+	return WLK_FAST(ngen, 1, 0, 0);
+}
+
+/* The holder or waiter part of a fast word for slot @s, gen @g, @mode. */
+static uint64_t who(uint32_t s, uint32_t g, enum wlk_mode mode)
+{
+	return WLK_FAST(0, 0, s + 1, g) |
+	       (mode == WLK_SHARED ? WLK_FAST_SHARED : 0);
+}
+
+/*
+ * wlk__fast_peek() - find @name without the mutex. The hash chains may
+ * change under us, so the walk is bounded, every index checked, and a
+ * match is only believed if the entry's word did not change while its
+ * bytes were compared (bytes are written only while the entry is FREE).
+ * The caller's CAS on the fast word, which carries the gen, settles any
+ * remaining race. Return: whether found (*@ni, *@ngen).
+ */
+bool wlk__fast_peek(struct wlk__bucket *b, const char *name, uint32_t len,
+		    uint64_t hash, uint32_t *ni, uint32_t *ngen)
+{
+	uint32_t i = uatomic_read(
+		&wlk__hash_heads(b)[hash & (b->geo.hash_buckets - 1)]);
+
+	for (uint32_t steps = 0; i != WLK_NIL; steps++) {
+		struct wlk_seg_name *n;
+		uint32_t w;
+
+		if (i >= b->geo.max_names || steps >= b->geo.max_names)
+			return false;
+		n = wlk__name(b, i);
+		w = wlk__word_load(&n->word);
+		if (WLK_WORD_STATE(w) == WLK_SLOT_USED &&
+		    uatomic_read(&n->hash) == hash &&
+		    uatomic_read(&n->len) == len &&
+		    !memcmp(wlk__name_bytes(n), name, len)) {
+			cmm_smp_rmb();
+			if (uatomic_read(&n->word) != w)
+				return false;
+			*ni = i;
+			*ngen = WLK_WORD_GEN(w);
+			return true;
+		}
+		i = uatomic_read(&n->chain);
+	}
+	return false;
+}
+
+/*
+ * Whether a request in @mode may wait as the fast waiter of a name whose
+ * fast word is @f (@on: its "on, free" value): held, nobody waiting, and
+ * not a shared holder a shared request would join at once (spec 2.5).
+ */
+static bool waitable(uint64_t f, uint64_t on, enum wlk_mode mode)
+{
+	return (f & ~WLK_FAST_WHO_MASK) == on && WLK_FAST_HOLDER1(f) &&
+	       !((f & WLK_FAST_SHARED) && mode == WLK_SHARED);
+}
+
+/*
+ * wlk__fast_worth() - whether name entry @ni (gen @ngen, bounded by the
+ * caller) is worth claiming a slot for: free on the fast path, or, if
+ * @may_wait, held so that a request in @mode may wait there.
+ */
+bool wlk__fast_worth(struct wlk__bucket *b, uint32_t ni, uint32_t ngen,
+		     enum wlk_mode mode, bool may_wait)
+{
+	uint64_t f = fast_load(&wlk__name(b, ni)->fast);
+
+	return f == on_free(ngen) ||
+	       (may_wait && waitable(f, on_free(ngen), mode));
+}
+
+/*
+ * wlk__fast_claim_slot() - claim request slot @slot, RESERVED in gen @gen,
+ * for @c: FAST in gen + 1 (a new gen per claim tells one fast waiter claim
+ * from the next), name and mode filled; c->slot and c->gen set. Return:
+ * false if the mutex side reclaimed the slot (wlk__stash_reclaim()).
+ */
+bool wlk__fast_claim_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+			  struct wlk__fast_claim *c)
+{
+	struct wlk_seg_request *r = wlk__req(b, slot);
+
+	if (uatomic_cmpxchg(&r->word, WLK_WORD(gen, WLK_SLOT_RESERVED),
+			    WLK_WORD(gen + 1, WLK_SLOT_FAST)) !=
+	    WLK_WORD(gen, WLK_SLOT_RESERVED))
+		return false;
+	r->mode = (uint8_t)c->mode;
+	r->flags = 0;
+	r->name = c->ni;
+	r->name_gen = c->ngen;
+	r->token = 0;
+	r->enq_ns = r->grant_ns = wlk__stamp_ns();
+	c->slot = slot;
+	c->gen = gen + 1;
+	return true;
+}
+
+/* wlk__fast_unclaim_slot() - @c's slot is RESERVED again, in gen c->gen. */
+void wlk__fast_unclaim_slot(struct wlk__bucket *b,
+			    const struct wlk__fast_claim *c)
+{
+	wlk__word_store(&wlk__req(b, c->slot)->word,
+			WLK_WORD(c->gen, WLK_SLOT_RESERVED));
+}
+
+/*
+ * wlk__token_give() - give the lock in request @r of name @n its fencing
+ * token, unless it has one: the fast path's thread and an inflation under
+ * the mutex may both try, and the first one wins.
+ * Return: the token.
+ */
+uint64_t wlk__token_give(struct wlk_seg_name *n, struct wlk_seg_request *r)
+{
+	uint64_t t = uatomic_read(&r->token), seen;
+
+	if (t)
+		return t;
+	t = uatomic_add_return(&n->token, 1);
+	seen = uatomic_cmpxchg(&r->token, 0, t);
+	return seen ? seen : t;
+}
+
+/*
+ * A fast operation changed a fast word, or saw a change it acts on, and
+ * then made a full barrier: if a query is copying the bucket, its copy may
+ * have looked at that name before the change and looks at others after,
+ * so the caller waits for the copy to end before it goes on (layout.h,
+ * QUERY). Costs one load of a line only queries write when none runs.
+ */
+static inline enum wlk__fast done(struct wlk__bucket *b)
+{
+	if (caa_unlikely(uatomic_read(&b->hdr->freeze)))
+		return WLK__FAST_FROZEN;
+	return WLK__FAST_OK;
+}
+
+/*
+ * Become @n's fast waiter behind the holder in @f: claim the waiter word
+ * (@claim: WLK_CLAIM()), then set WAIT. Return: whether it worked (not if
+ * someone else waits, or @f went).
+ */
+static bool enlist(struct wlk_seg_name *n, uint64_t f, uint64_t claim)
+{
+	if (uatomic_cmpxchg(&n->waiter, 0, claim) != 0)
+		return false;
+	WLK_FAILPOINT(fast_enlist_mid);
+	if (uatomic_cmpxchg(&n->fast, f, f | WLK_FAST_WAIT) == f)
+		return true;
+	/* Not our turn after all: withdraw the claim, unless the mutex
+	 * side cleared it as stale meanwhile. */
+	uatomic_cmpxchg(&n->waiter, claim, 0);
+	return false;
+}
+
+/*
+ * wlk__fast_take() - take @c's name by its fast word, or, if @may_wait,
+ * enlist as its fast waiter. The CASes publish the slot's fields to
+ * whoever inflates.
+ * Return: WLK__FAST_OK or _FROZEN: held, *@token set; _WAITING: enlisted
+ * (wlk__fast_await() next); _SLOW: neither, and the slot is RESERVED
+ * again in gen c->gen.
+ */
+enum wlk__fast wlk__fast_take(struct wlk__bucket *b,
+			      const struct wlk__fast_claim *c, bool may_wait,
+			      uint64_t *token)
+{
+	struct wlk_seg_name *n = wlk__name(b, c->ni);
+	uint64_t on = on_free(c->ngen), me = who(c->slot, c->gen, c->mode);
+	uint64_t f = fast_load(&n->fast);
+
+	/* The word may change between our look and our CAS (the holder let
+	 * go just then, a holder came): look again, a few times. */
+	for (int tries = 0; tries < WLK_FAST_TRIES; tries++) {
+		if (f == on) {
+			f = uatomic_cmpxchg(&n->fast, on, on | me);
+			if (f == on) {
+				*token = wlk__token_give(n,
+						wlk__req(b, c->slot));
+				return done(b);
+			}
+		} else if (may_wait && waitable(f, on, c->mode)) {
+			if (enlist(n, f, WLK_CLAIM(me, c->gen)))
+				return WLK__FAST_WAITING;
+			f = fast_load(&n->fast);
+		} else {
+			break;
+		}
+	}
+	/* A claim seen with a stale WAIT (the waiter word's value came
+	 * back: see layout.h) may have been adopted by an inflation that
+	 * took it for the waiter's: then it is a queued request now. */
+	if (uatomic_cmpxchg(&wlk__req(b, c->slot)->word,
+			    WLK_WORD(c->gen, WLK_SLOT_FAST),
+			    WLK_WORD(c->gen, WLK_SLOT_RESERVED)) !=
+	    WLK_WORD(c->gen, WLK_SLOT_FAST))
+		return WLK__FAST_WAITING;
+	return WLK__FAST_SLOW;
+}
+
+/*
+ * wlk__fast_await() - spin until the fast word hands @c's name over, for
+ * at most WLK_SPIN_NS. Return: WLK__FAST_OK or _FROZEN: held, *@token
+ * set; _SLOW: the name was inflated, or the holder keeps it too long:
+ * settle under the mutex (the waiter is then in the queue, or was
+ * granted, or was never adopted).
+ */
+enum wlk__fast wlk__fast_await(struct wlk__bucket *b,
+			       const struct wlk__fast_claim *c,
+			       uint64_t *token)
+{
+	struct wlk_seg_name *n = wlk__name(b, c->ni);
+	uint64_t on = on_free(c->ngen);
+	uint64_t mine = on | who(c->slot, c->gen, c->mode);
+	uint64_t end = wlk__now_ns() + WLK_SPIN_NS;
+
+	do {
+		for (int i = 0; i < WLK_SPIN_CHECK; i++) {
+			uint64_t f = uatomic_read(&n->fast);
+
+			if ((f & ~WLK_FAST_WAIT) == mine) {
+				struct wlk_seg_request *r =
+					wlk__req(b, c->slot);
+
+				cmm_smp_rmb();
+				r->grant_ns = wlk__stamp_ns();
+				*token = wlk__token_give(n, r);
+				/* The handoff was the holder's CAS: order
+				 * our look at it before the freeze word. */
+				cmm_smp_mb();
+				return done(b);
+			}
+			if ((f & ~WLK_FAST_WHO_MASK & ~WLK_FAST_WAIT) != on)
+				return WLK__FAST_SLOW;
+			caa_cpu_relax();
+		}
+	} while (wlk__now_ns() < end);
+	return WLK__FAST_SLOW;
+}
+
+/*
+ * wlk__fast_let_go() - release @c's lock, held through the fast word: back
+ * to "on, free", or, with a fast waiter, handed over to it; the slot is
+ * RESERVED again, in gen c->gen. Return: WLK__FAST_OK or _FROZEN:
+ * released; _SLOW: the name was inflated meanwhile (the lock is an
+ * ordinary held or stolen request now): release it under the mutex.
+ */
+enum wlk__fast wlk__fast_let_go(struct wlk__bucket *b,
+				const struct wlk__fast_claim *c)
+{
+	struct wlk_seg_name *n = wlk__name(b, c->ni);
+	uint64_t on = on_free(c->ngen);
+	uint64_t held = on | who(c->slot, c->gen, c->mode);
+	uint64_t f;
+
+	/* The whole gen first: the fast word has only its low bits, and a
+	 * stale handle (its manager closed) must not match a reused slot. */
+	if (wlk__word_load(&wlk__req(b, c->slot)->word) !=
+	    WLK_WORD(c->gen, WLK_SLOT_FAST))
+		return WLK__FAST_SLOW;
+	f = uatomic_cmpxchg(&n->fast, held, on);
+	if (f == (held | WLK_FAST_WAIT)) {
+		/* WAIT is set after the claim, and the claim stays until
+		 * the handoff (or an inflation, which clears ON first). */
+		uint64_t w = uatomic_read(&n->waiter);
+		uint64_t next = on | (w & WLK_FAST_WHO_MASK);
+
+		if (!WLK_FAST_HOLDER1(w) || (w & ~WLK_CLAIM_MASK) ||
+		    uatomic_cmpxchg(&n->fast, f, next) != f)
+			return WLK__FAST_SLOW;
+		WLK_FAILPOINT(fast_handoff_mid);
+		/* The waiter holds now; clear its claim for the next one
+		 * (a CAS: the mutex side may have cleared it already). */
+		uatomic_cmpxchg(&n->waiter, w, 0);
+	} else if (f != held) {
+		return WLK__FAST_SLOW;
+	}
+	wlk__fast_unclaim_slot(b, c);
+	return done(b);
+}
+
+/* The mutex side. */
+
+/*
+ * The slot that @who (the holder or waiter part of a fast word) names on
+ * name @ni, if it is a live claim on that name: FAST, the same gen bits,
+ * this name and gen, the same mode; else WLK_NIL. A slot freed under its
+ * holder (a dead client) holds nothing.
+ */
+static uint32_t claimant(struct wlk__bucket *b, uint32_t ni, uint64_t who)
+{
+	uint32_t ngen = WLK_WORD_GEN(wlk__name(b, ni)->word), s, w;
+	struct wlk_seg_request *r;
+
+	if (!WLK_FAST_HOLDER1(who))
+		return WLK_NIL;
+	s = WLK_FAST_HOLDER1(who) - 1;
+	if (s >= b->geo.max_requests)
+		return WLK_NIL;
+	r = wlk__req(b, s);
+	w = r->word;
+	if (WLK_WORD_STATE(w) != WLK_SLOT_FAST ||
+	    (WLK_WORD_GEN(w) & WLK_FAST_SGEN_MASK) != WLK_FAST_SGEN(who) ||
+	    r->name != ni || r->name_gen != ngen ||
+	    r->mode != ((who & WLK_FAST_SHARED) ? WLK_SHARED : WLK_EXCLUSIVE))
+		return WLK_NIL;
+	return s;
+}
+
+/* The holder fast word @f of name @ni names, if a live claim; or WLK_NIL. */
+static uint32_t holder_of(struct wlk__bucket *b, uint32_t ni, uint64_t f)
+{
+	if (WLK_FAST_NGEN(f) != WLK_WORD_GEN(wlk__name(b, ni)->word))
+		return WLK_NIL;
+	return claimant(b, ni, f & WLK_FAST_WHO_MASK);
+}
+
+/* The slot claim @c (a waiter word) names, if a live claim on name @ni
+ * (claimant(), and the whole gen), or WLK_NIL. */
+static uint32_t claim_of(struct wlk__bucket *b, uint32_t ni, uint64_t c)
+{
+	uint32_t s;
+
+	if (c & ~WLK_CLAIM_MASK)
+		return WLK_NIL;
+	s = claimant(b, ni, c & WLK_FAST_WHO_MASK);
+	if (s != WLK_NIL &&
+	    WLK_WORD_GEN(wlk__req(b, s)->word) != WLK_CLAIM_GEN(c))
+		return WLK_NIL;
+	return s;
+}
+
+/* The fast waiter of name @ni whose fast word is @f, or WLK_NIL. */
+static uint32_t waiter_of(struct wlk__bucket *b, uint32_t ni, uint64_t f)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+
+	if (!(f & WLK_FAST_WAIT) || WLK_FAST_NGEN(f) != WLK_WORD_GEN(n->word))
+		return WLK_NIL;
+	return claim_of(b, ni, uatomic_read(&n->waiter));
+}
+
+/*
+ * wlk__fast_off() - under the mutex: clear ON in @ni's fast word, racing
+ * only with fast paths, which CAS too (each failed CAS here is one of
+ * theirs that succeeded). Return: the name's fast holder, or WLK_NIL;
+ * *@waiter: its fast waiter, or WLK_NIL. The holder bits and WAIT stay
+ * until the caller stores the word OFF.
+ */
+uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni, uint32_t *waiter)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t ngen = WLK_WORD_GEN(n->word);
+	uint64_t f = fast_load(&n->fast);
+
+	*waiter = WLK_NIL;
+	while (f & WLK_FAST_ON) {
+		uint64_t seen;
+
+		if (WLK_FAST_NGEN(f) != ngen)
+			return WLK_NIL; /* not this entry's: no holder */
+		seen = uatomic_cmpxchg(&n->fast, f, f & ~WLK_FAST_ON);
+		if (seen == f)
+			break;
+		f = seen;
+	}
+	*waiter = waiter_of(b, ni, f);
+	return holder_of(b, ni, f);
+}
+
+/*
+ * wlk__fast_waiter_clear() - under the mutex: the waiter word of @n, unless some request is still claiming it (an
+ * enlisting fast waiter, which withdraws by itself when it finds ON
+ * clear): cleared. A claim that is not live (adopted, granted, freed)
+ * would keep every later request from waiting by the fast path.
+ */
+void wlk__fast_waiter_clear(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint64_t c = uatomic_read(&n->waiter);
+
+	if (c && claim_of(b, ni, c) == WLK_NIL)
+		uatomic_cmpxchg(&n->waiter, c, 0);
+}
+
+/* Under the mutex: whether request @ri holds name @ni by its fast word. */
+bool wlk__fast_holds(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
+{
+	return holder_of(b, ni, fast_load(&wlk__name(b, ni)->fast)) == ri;
+}
+
+/* Under the mutex: whether request @ri is name @ni's fast waiter. */
+bool wlk__fast_waits(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
+{
+	return waiter_of(b, ni, fast_load(&wlk__name(b, ni)->fast)) == ri;
+}
+
+/*
+ * wlk__fast_unclaim() - under the mutex, for a dead client's FAST slot @ri
+ * that is neither holder nor waiter: a claim on the waiter word it may
+ * have left is nobody's.
+ */
+void wlk__fast_unclaim(struct wlk__bucket *b, uint32_t ri)
+{
+	uint32_t ni = wlk__req(b, ri)->name;
+
+	if (ni < b->geo.max_names && claim_of(b, ni, uatomic_read(
+				     &wlk__name(b, ni)->waiter)) == ri)
+		uatomic_set(&wlk__name(b, ni)->waiter, 0);
+}
+
+
+/*
+ * wlk__fast_store_off() - under the mutex: @ni's fast word OFF, no holder,
+ * no waiter (after wlk__fast_off() and the adoption of what it named).
+ * Stored only if it changes: fast paths elsewhere read this line.
+ */
+void wlk__fast_store_off(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint64_t off = WLK_FAST(WLK_WORD_GEN(n->word), 0, 0, 0);
+
+	if (uatomic_read(&n->fast) != off)
+		uatomic_set(&n->fast, off);
+}
+
+/*
+ * wlk__fast_reset() - under the mutex: name entry @n starts over (a new
+ * entry, or a rebuild): fast word OFF in its gen, no waiter claim.
+ */
+void wlk__fast_reset(struct wlk_seg_name *n)
+{
+	uatomic_set(&n->waiter, 0);
+	uatomic_set(&n->fast, WLK_FAST(WLK_WORD_GEN(n->word), 0, 0, 0));
+}
+
+/*
+ * wlk__fast_deflate() - under the mutex: an idle name goes back to the
+ * fast path. Only from OFF: a grant through the fast word may have put a
+ * holder there already (wlk__fast_grant()).
+ */
+void wlk__fast_deflate(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t ngen = WLK_WORD_GEN(n->word);
+
+	uatomic_cmpxchg(&n->fast, WLK_FAST(ngen, 0, 0, 0),
+			WLK_FAST(ngen, 1, 0, 0));
+}
+
+/*
+ * wlk__fast_grant() - under the mutex: grant request @ri (gen @gen, in
+ * @mode) name @ni through its fast word: ON, with @ri as the holder. The
+ * caller then makes the slot FAST: FAST means held only while the fast
+ * word names the slot.
+ */
+void wlk__fast_grant(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
+		     uint32_t gen, enum wlk_mode mode)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+
+	uatomic_set(&n->fast, WLK_FAST(WLK_WORD_GEN(n->word), 1, 0, 0) |
+				      who(ri, gen, mode));
+}
+
+/* wlk__fast_held() - whether name entry @n has a fast holder now. */
+bool wlk__fast_held(const struct wlk_seg_name *n)
+{
+	return WLK_FAST_HOLDER1(uatomic_read(&n->fast)) != 0;
+}
+
+/*
+ * wlk__fast_words() - @n's fast word and waiter word as one consistent
+ * pair (read again until neither moved, at most @tries times), for those
+ * who only look: query, the inspector, the validator. Return: whether the
+ * pair is consistent.
+ */
+bool wlk__fast_words(const struct wlk_seg_name *n, int tries, uint64_t *f,
+		     uint64_t *c)
+{
+	for (int i = 0; i < tries; i++) {
+		*f = uatomic_read(&n->fast);
+		*c = uatomic_read(&n->waiter);
+		cmm_smp_rmb();
+		if (uatomic_read(&n->fast) == *f &&
+		    uatomic_read(&n->waiter) == *c)
+			return true;
+	}
+	return false;
+}

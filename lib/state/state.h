@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * state.h - the segment's tables and words, all in shared memory: slot
+ * allocation, name lookup and the idle list (table.c), and a name's fast
+ * word and waiter word (fastword.c, their one owner). No blocking calls:
+ * what a change owes other processes goes into a wake list (struct
+ * wlk__wake), which the repair layer flushes after the mutex.
+ */
+#ifndef WLK_STATE_H
+#define WLK_STATE_H
+
+#include "sys.h"
+
+/* Waiters to wake once the segment mutex is released. */
+struct wlk__wake {
+	uint32_t self1; /* 1 + the caller's own request: never woken; 0: none */
+	uint32_t n;
+	bool sweep; /* more than WLK_WAKE_BATCH: wake every held request */
+	uint32_t idx[WLK_WAKE_BATCH];
+	/* Reaped agents whose lifelines this thread owns until the flush. */
+	uint32_t n_reaped;
+	uint32_t reaped[WLK_REAP_BATCH];
+	/* Doorbells of clients whose requests changed (async.c). */
+	uint32_t n_bells;
+	bool bell_sweep; /* more than WLK_WAKE_BATCH: ring every doorbell */
+	struct wlk__bell_to bells[WLK_WAKE_BATCH];
+};
+
+/* Whether name @n has neither held set nor queue. */
+static inline bool wlk__name_idle(const struct wlk_seg_name *n)
+{
+	return n->h_head == WLK_NIL && n->q_head == WLK_NIL;
+}
+
+/* table.c: slot allocation and lookup; all under the segment mutex. */
+int wlk__name_find(struct wlk__bucket *b, const void *name, uint32_t len,
+		   uint64_t hash, uint32_t *out) WLK_INTERNAL;
+int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
+		  uint64_t hash, uint32_t *out) WLK_INTERNAL;
+void wlk__name_put(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
+void wlk__name_settle(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
+int wlk__name_touch(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
+void wlk__idle_append(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
+void wlk__name_reset(struct wlk_seg_name *n) WLK_INTERNAL;
+uint32_t wlk__req_alloc(struct wlk__bucket *b) WLK_INTERNAL;
+void wlk__req_free(struct wlk__bucket *b, uint32_t r) WLK_INTERNAL;
+void wlk__req_init(struct wlk__bucket *b, uint32_t ri, uint32_t client,
+		   uint32_t client_gen, enum wlk_mode mode, uint8_t flags)
+	WLK_INTERNAL;
+void wlk__req_keep(struct wlk__bucket *b, uint32_t r) WLK_INTERNAL;
+bool wlk__req_reclaim(struct wlk__bucket *b, uint32_t r, uint32_t word)
+	WLK_INTERNAL;
+int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
+		      uint64_t now, uint32_t *out) WLK_INTERNAL;
+void wlk__client_free(struct wlk__bucket *b, uint32_t c) WLK_INTERNAL;
+int wlk__agent_alloc(struct wlk__bucket *b, uint32_t pid, uint64_t now,
+		     uint32_t *out) WLK_INTERNAL;
+void wlk__agent_free(struct wlk__bucket *b, uint32_t ai, uint32_t gen)
+	WLK_INTERNAL;
+bool wlk__client_live(struct wlk__bucket *b, uint32_t c, uint32_t gen)
+	WLK_INTERNAL;
+int wlk__corrupt(struct wlk__bucket *b) WLK_INTERNAL;
+uint64_t wlk__name_hash(struct wlk__bucket *b, const void *name,
+			size_t len) WLK_INTERNAL;
+
+/*
+ * fastword.c: the one owner of a name's fast word and waiter word
+ * (layout.h, FAST PATH).
+ */
+
+/* What a fast operation did; nothing here is an error. */
+enum wlk__fast {
+	WLK__FAST_OK = 0, /* done: held, handed over, released */
+	WLK__FAST_FROZEN, /* done while a query copies: wlk__freeze_wait() */
+	WLK__FAST_WAITING, /* the name's fast waiter now: wlk__fast_await() */
+	WLK__FAST_SLOW,   /* not possible now: take the mutex */
+};
+
+/* A request slot claimed for name entry @ni by the fast path. */
+struct wlk__fast_claim {
+	uint32_t ni, ngen;  /* the name entry, bounded */
+	uint32_t slot, gen; /* the request slot, FAST in gen */
+	enum wlk_mode mode;
+};
+
+bool wlk__fast_peek(struct wlk__bucket *b, const char *name, uint32_t len,
+		    uint64_t hash, uint32_t *ni, uint32_t *ngen) WLK_INTERNAL;
+bool wlk__fast_worth(struct wlk__bucket *b, uint32_t ni, uint32_t ngen,
+		     enum wlk_mode mode, bool may_wait) WLK_INTERNAL;
+bool wlk__fast_claim_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+			  struct wlk__fast_claim *c) WLK_INTERNAL;
+void wlk__fast_unclaim_slot(struct wlk__bucket *b,
+			    const struct wlk__fast_claim *c) WLK_INTERNAL;
+enum wlk__fast wlk__fast_take(struct wlk__bucket *b,
+			      const struct wlk__fast_claim *c, bool may_wait,
+			      uint64_t *token) WLK_INTERNAL;
+enum wlk__fast wlk__fast_await(struct wlk__bucket *b,
+			       const struct wlk__fast_claim *c,
+			       uint64_t *token) WLK_INTERNAL;
+enum wlk__fast wlk__fast_let_go(struct wlk__bucket *b,
+				const struct wlk__fast_claim *c) WLK_INTERNAL;
+uint64_t wlk__token_give(struct wlk_seg_name *n, struct wlk_seg_request *r)
+	WLK_INTERNAL;
+/* The mutex side. */
+uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni, uint32_t *waiter)
+	WLK_INTERNAL;
+void wlk__fast_waiter_clear(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
+void wlk__fast_store_off(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
+void wlk__fast_reset(struct wlk_seg_name *n) WLK_INTERNAL;
+void wlk__fast_deflate(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
+void wlk__fast_grant(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
+		     uint32_t gen, enum wlk_mode mode) WLK_INTERNAL;
+bool wlk__fast_holds(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
+	WLK_INTERNAL;
+bool wlk__fast_waits(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
+	WLK_INTERNAL;
+void wlk__fast_unclaim(struct wlk__bucket *b, uint32_t ri) WLK_INTERNAL;
+/* For those who only look. */
+bool wlk__fast_held(const struct wlk_seg_name *n) WLK_INTERNAL;
+bool wlk__fast_words(const struct wlk_seg_name *n, int tries, uint64_t *f,
+		     uint64_t *c) WLK_INTERNAL;
+
+#endif /* WLK_STATE_H */

@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * table.c - slots of the segment's tables: lookup, allocation, freeing.
+ *
+ * Everything here runs under the segment mutex. A slot is filled while its
+ * word says FREE and published by one store of its word; the free lists,
+ * hash chains and counters are derived state that recover.c can rebuild, so
+ * a process killed between the two leaves nothing recovery cannot fix.
+ * Indices read from the segment are bounded before use; a bad one marks the
+ * segment for repair and fails the operation with WLK_ECORRUPT.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "state.h"
+
+int wlk__corrupt(struct wlk__bucket *b)
+{
+	uatomic_set(&b->hdr->needs_repair, 1);
+	return WLK_ECORRUPT;
+}
+
+uint64_t wlk__name_hash(struct wlk__bucket *b, const void *name, size_t len)
+{
+	return wlk__siphash13(b->seg_key, name, len);
+}
+
+static uint32_t *chain_head(struct wlk__bucket *b, uint64_t hash)
+{
+	return &wlk__hash_heads(b)[hash & (b->geo.hash_buckets - 1)];
+}
+
+/*
+ * wlk__name_find() - find the name entry for @name.
+ * Return: 0 with *@out set, -ENOENT, or WLK_ECORRUPT.
+ */
+int wlk__name_find(struct wlk__bucket *b, const void *name, uint32_t len,
+		   uint64_t hash, uint32_t *out)
+{
+	uint32_t i = *chain_head(b, hash);
+
+	for (uint32_t steps = 0; i != WLK_NIL; steps++) {
+		struct wlk_seg_name *n;
+
+		if (i >= b->geo.max_names || steps >= b->geo.max_names)
+			return wlk__corrupt(b);
+		n = wlk__name(b, i);
+		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED &&
+		    n->hash == hash && n->len == len &&
+		    !memcmp(wlk__name_bytes(n), name, len)) {
+			*out = i;
+			return 0;
+		}
+		i = n->chain;
+	}
+	return -ENOENT;
+}
+
+/* Clear a name entry's derived fields. */
+void wlk__name_reset(struct wlk_seg_name *n)
+{
+	n->chain = WLK_NIL;
+	n->q_head = n->q_tail = WLK_NIL;
+	n->h_head = n->h_tail = WLK_NIL;
+	n->n_excl = n->n_shared = n->n_pending = 0;
+	n->idle_prev = n->idle_next = WLK_NIL;
+}
+
+/* Append an unreferenced name to the idle list (most recently used). */
+void wlk__idle_append(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_header *h = b->hdr;
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t tail = h->idle_tail;
+
+	if (tail != WLK_NIL && tail >= b->geo.max_names) {
+		wlk__corrupt(b);
+		return;
+	}
+	n->idle_prev = tail;
+	n->idle_next = WLK_NIL;
+	if (tail == WLK_NIL)
+		h->idle_head = ni;
+	else
+		wlk__name(b, tail)->idle_next = ni;
+	h->idle_tail = ni;
+}
+
+static int idle_remove(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_header *h = b->hdr;
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t prev = n->idle_prev, next = n->idle_next;
+
+	if ((prev != WLK_NIL && prev >= b->geo.max_names) ||
+	    (next != WLK_NIL && next >= b->geo.max_names))
+		return wlk__corrupt(b);
+	if (prev == WLK_NIL)
+		h->idle_head = next;
+	else
+		wlk__name(b, prev)->idle_next = next;
+	if (next == WLK_NIL)
+		h->idle_tail = prev;
+	else
+		wlk__name(b, next)->idle_prev = prev;
+	n->idle_prev = n->idle_next = WLK_NIL;
+	return 0;
+}
+
+/* A request is about to refer to name @ni: it is idle no more. */
+int wlk__name_touch(struct wlk__bucket *b, uint32_t ni)
+{
+	return wlk__name_idle(wlk__name(b, ni)) ? idle_remove(b, ni) : 0;
+}
+
+/*
+ * wlk__name_settle() - a name with neither held set nor queue goes back to
+ * the fast path. (Two processes taking turns keep their FIFO order there
+ * too: the one that finds the name held waits as its fast waiter.)
+ */
+void wlk__name_settle(struct wlk__bucket *b, uint32_t ni)
+{
+	if (wlk__name_idle(wlk__name(b, ni)))
+		wlk__fast_deflate(b, ni);
+}
+
+/* The last request of a name went: keep the entry, idle. */
+void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+
+	/* Idempotent: a grant through the fast word (queue.c) puts it too. */
+	if (!wlk__name_idle(n) || n->idle_prev != WLK_NIL ||
+	    b->hdr->idle_head == ni)
+		return;
+	wlk__idle_append(b, ni);
+	wlk__name_settle(b, ni);
+}
+
+/*
+ * Free the least recently used idle name, for a new name to use; the
+ * caller inflated it (wlk__idle_inflate()), so nobody holds it through its
+ * fast word.
+ */
+static int name_evict(struct wlk__bucket *b)
+{
+	struct wlk_seg_header *h = b->hdr;
+	uint32_t ni = h->idle_head, *link;
+	struct wlk_seg_name *n;
+	int rc;
+
+	if (ni == WLK_NIL)
+		return WLK_EFULL;
+	if (ni >= b->geo.max_names || !wlk__name_idle(wlk__name(b, ni)))
+		return wlk__corrupt(b);
+	rc = idle_remove(b, ni);
+	if (rc)
+		return rc;
+	n = wlk__name(b, ni);
+	/* Later grants of a new entry for this name must still be above
+	 * every token it gave (wlk_lock_token()); a damaged one is not
+	 * carried to every new name. */
+	if (n->token < WLK_TOKEN_DAMAGED && n->token > h->next_token)
+		h->next_token = n->token;
+	link = chain_head(b, n->hash);
+	for (uint32_t steps = 0; *link != ni; steps++) {
+		if (*link >= b->geo.max_names || steps >= b->geo.max_names)
+			return wlk__corrupt(b);
+		link = &wlk__name(b, *link)->chain;
+	}
+	*link = n->chain;
+	WLK_FAILPOINT(name_evict_after_unlink);
+	wlk__word_store(&n->word, WLK_WORD(WLK_WORD_GEN(n->word) + 1,
+					   WLK_SLOT_FREE));
+	n->chain = h->free_names;
+	h->free_names = ni;
+	wlk__count(&h->n_names, -1);
+	wlk__count64(&h->name_bytes, -(int64_t)n->len);
+	return 0;
+}
+
+/*
+ * wlk__name_new() - create the entry for a name known to be absent; with
+ * no free entry, the least recently used idle name goes, which the caller
+ * inflated first (wlk__idle_inflate()).
+ * Return: 0, or WLK_EFULL with nothing changed, or WLK_ECORRUPT.
+ */
+int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
+		  uint64_t hash, uint32_t *out)
+{
+	struct wlk_seg_header *h = b->hdr;
+	uint32_t i, *head;
+	struct wlk_seg_name *n;
+
+	if (h->free_names == WLK_NIL) {
+		int rc = name_evict(b);
+
+		if (rc)
+			return rc;
+	}
+	i = h->free_names;
+	if (i >= b->geo.max_names)
+		return wlk__corrupt(b);
+	n = wlk__name(b, i);
+	if (WLK_WORD_STATE(n->word) != WLK_SLOT_FREE)
+		return wlk__corrupt(b);
+	h->free_names = n->chain;
+	n->len = len;
+	n->hash = hash;
+	n->token = h->next_token;
+	n->seq = 0;
+	wlk__fast_reset(n);
+	memcpy(wlk__name_bytes(n), name, len);
+	wlk__name_reset(n);
+	wlk__word_store(&n->word, WLK_WORD(WLK_WORD_GEN(n->word),
+					   WLK_SLOT_USED));
+	head = chain_head(b, hash);
+	n->chain = *head;
+	*head = i;
+	wlk__count(&h->n_names, 1);
+	wlk__count64(&h->name_bytes, len);
+	*out = i;
+	return 0;
+}
+
+/* Pop a free request slot; WLK_NIL when the table is full (or corrupt). */
+uint32_t wlk__req_alloc(struct wlk__bucket *b)
+{
+	struct wlk_seg_header *h = b->hdr;
+	uint32_t i = h->free_requests;
+
+	if (i == WLK_NIL)
+		return WLK_NIL;
+	if (i >= b->geo.max_requests ||
+	    WLK_WORD_STATE(wlk__req(b, i)->word) != WLK_SLOT_FREE) {
+		wlk__corrupt(b);
+		return WLK_NIL;
+	}
+	h->free_requests = wlk__req(b, i)->next;
+	wlk__count(&h->n_requests, 1);
+	return i;
+}
+
+/*
+ * wlk__req_init() - the one initialiser of a request slot's fields, before
+ * its word publishes it: for client @client (gen @client_gen), in @mode
+ * with @flags, on no name, in no list, without token or stamps.
+ */
+void wlk__req_init(struct wlk__bucket *b, uint32_t ri, uint32_t client,
+		   uint32_t client_gen, enum wlk_mode mode, uint8_t flags)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+
+	r->mode = (uint8_t)mode;
+	r->flags = flags;
+	r->sleeping = 0;
+	r->client = client;
+	r->client_gen = client_gen;
+	r->name = WLK_NIL;
+	r->name_gen = 0;
+	r->seq = r->token = 0;
+	r->enq_ns = r->grant_ns = 0;
+	r->prev = r->next = WLK_NIL;
+}
+
+/* A request slot whose word is FREE now goes on the free list. */
+static void req_push_free(struct wlk__bucket *b, uint32_t ri)
+{
+	struct wlk_seg_header *h = b->hdr;
+	struct wlk_seg_request *r = wlk__req(b, ri);
+
+	r->prev = WLK_NIL;
+	r->next = h->free_requests;
+	h->free_requests = ri;
+	wlk__count(&h->n_requests, -1);
+}
+
+void wlk__req_free(struct wlk__bucket *b, uint32_t ri)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+
+	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word) + 1,
+					   WLK_SLOT_FREE));
+	req_push_free(b, ri);
+}
+
+/*
+ * wlk__req_keep() - like wlk__req_free(), but the slot stays its client's,
+ * in reserve for the fast path (RESERVED, gen + 1): no free list, no count.
+ */
+void wlk__req_keep(struct wlk__bucket *b, uint32_t ri)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+
+	r->prev = r->next = WLK_NIL;
+	r->sleeping = 0;
+	r->flags = 0;
+	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word) + 1,
+					   WLK_SLOT_RESERVED));
+}
+
+/*
+ * wlk__req_reclaim() - take back a slot a client keeps in reserve, unless
+ * its fast path claimed it first (both CAS the word). Return: whether it
+ * was freed.
+ */
+bool wlk__req_reclaim(struct wlk__bucket *b, uint32_t ri, uint32_t word)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+
+	if (uatomic_cmpxchg(&r->word, word,
+			    WLK_WORD(WLK_WORD_GEN(word) + 1, WLK_SLOT_FREE)) !=
+	    word)
+		return false;
+	req_push_free(b, ri);
+	return true;
+}
+
+bool wlk__client_live(struct wlk__bucket *b, uint32_t c, uint32_t gen)
+{
+	return c < b->geo.max_clients &&
+	       wlk__word_load(&wlk__client(b, c)->word) ==
+		       WLK_WORD(gen, WLK_SLOT_USED);
+}
+
+int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
+		      uint64_t now, uint32_t *out)
+{
+	struct wlk_seg_header *h = b->hdr;
+	uint32_t i = h->free_clients;
+	struct wlk_seg_client *c;
+
+	if (i == WLK_NIL)
+		return WLK_EFULL;
+	if (i >= b->geo.max_clients)
+		return wlk__corrupt(b);
+	c = wlk__client(b, i);
+	if (WLK_WORD_STATE(c->word) != WLK_SLOT_FREE)
+		return wlk__corrupt(b);
+	h->free_clients = c->next;
+	c->agent = b->agent;
+	c->agent_gen = b->agent_gen;
+	c->pid = wlk__agent(b, b->agent)->pid;
+	c->id_len = (uint32_t)id_len;
+	memcpy(c->id, id, id_len);
+	c->id[id_len] = '\0';
+	c->opened_ns = now;
+	c->doorbell = 0;
+	c->bell_key = 0;
+	c->bell_fd = 0;
+	c->bell_dgrams = 0;
+	c->next = WLK_NIL;
+	wlk__word_store(&c->word, WLK_WORD(WLK_WORD_GEN(c->word),
+					   WLK_SLOT_USED));
+	wlk__count(&h->n_clients, 1);
+	*out = i;
+	return 0;
+}
+
+void wlk__client_free(struct wlk__bucket *b, uint32_t ci)
+{
+	struct wlk_seg_header *h = b->hdr;
+	struct wlk_seg_client *c = wlk__client(b, ci);
+
+	wlk__word_store(&c->word, WLK_WORD(WLK_WORD_GEN(c->word) + 1,
+					   WLK_SLOT_FREE));
+	c->next = h->free_clients;
+	h->free_clients = ci;
+	wlk__count(&h->n_clients, -1);
+}
+
+/*
+ * wlk__agent_alloc() - take a free agent slot and lock its lifeline; called
+ * by the anchor thread, which then owns the lifeline. A free slot whose
+ * lifeline is still held (a reaper between its two steps), or damaged, is
+ * passed over.
+ */
+int wlk__agent_alloc(struct wlk__bucket *b, uint32_t pid, uint64_t now,
+		     uint32_t *out)
+{
+	struct wlk_seg_header *h = b->hdr;
+	uint32_t *link = &h->free_agents;
+
+	for (uint32_t steps = 0; *link != WLK_NIL; steps++) {
+		uint32_t i = *link;
+		struct wlk_seg_agent *a;
+		int rc;
+
+		if (i >= b->geo.max_agents || steps >= b->geo.max_agents)
+			return wlk__corrupt(b);
+		a = wlk__agent(b, i);
+		if (WLK_WORD_STATE(a->word) != WLK_SLOT_FREE)
+			return wlk__corrupt(b);
+		rc = wlk__mutex_trylock(&a->u.lifeline);
+		if (rc == EOWNERDEAD)
+			rc = pthread_mutex_consistent(&a->u.lifeline);
+		if (rc) {
+			link = &a->next;
+			continue;
+		}
+		*link = a->next;
+		a->pid = pid;
+		a->start_ns = now;
+		a->next = WLK_NIL;
+		wlk__word_store(&a->word, WLK_WORD(WLK_WORD_GEN(a->word),
+						   WLK_SLOT_USED));
+		wlk__count(&h->n_agents, 1);
+		WLK_FAILPOINT(attach_after_alloc);
+		*out = i;
+		return 0;
+	}
+	return WLK_EFULL;
+}
+
+/* Free our agent slot if it is still ours (gen unchanged). */
+void wlk__agent_free(struct wlk__bucket *b, uint32_t ai, uint32_t gen)
+{
+	struct wlk_seg_header *h = b->hdr;
+	struct wlk_seg_agent *a = wlk__agent(b, ai);
+
+	if (a->word != WLK_WORD(gen, WLK_SLOT_USED))
+		return;
+	wlk__word_store(&a->word, WLK_WORD(gen + 1, WLK_SLOT_FREE));
+	a->next = h->free_agents;
+	h->free_agents = ai;
+	wlk__count(&h->n_agents, -1);
+}
