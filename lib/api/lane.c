@@ -129,7 +129,7 @@ static bool find(struct wlk__bucket *b, struct wlk_lock *l, uint32_t *ni,
 	l->hash = hash; /* for the mutex path, if it comes to that */
 	l->hashed = true;
 	if (!*memo_hit) {
-		if (!wlk__fast_peek(b, l->name, (uint32_t)l->name_len, hash,
+		if (!wlk__name_peek(b, l->name, (uint32_t)l->name_len, hash,
 				    ni, ngen))
 			return false;
 		memo_keep(b, l, hash, *ni, *ngen);

@@ -28,7 +28,16 @@ int wlk__bucket_key(const char *origin, const struct wlk_manager_options *o,
 void wlk__generation_name(char *dst, const char *base, unsigned int gen)
 	WLK_INTERNAL;
 
-/* segment.c */
+/* header.c */
+/* Largest segment a geometry may ask for. */
+#define WLK__MAX_SEGMENT_SIZE (1ull << 30)
+int wlk__geo_compute(uint32_t names, uint32_t requests, uint32_t name_len,
+		     struct wlk__geo *g) WLK_INTERNAL;
+int wlk__header_fill(struct wlk_seg_header *h, const char *origin,
+		     const struct wlk_manager_options *o,
+		     const struct wlk__geo *g, uint64_t mark) WLK_INTERNAL;
+
+/* segment.c, header.c */
 #define WLK__SEG_BROKEN (-EBADMSG) /* header geometry does not add up */
 int wlk__header_check(struct wlk__bucket *b, size_t file_size) WLK_INTERNAL;
 int wlk__ofd_lock(int fd, short type, off_t byte, bool wait) WLK_INTERNAL;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * segment.c - naming, creating, attaching, validating and removing a
- * bucket's segment (the protocol is described in layout.h).
+ * segment.c - creating, attaching and removing a bucket's segment (the
+ * protocol is described in layout.h); its header is header.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,9 +19,6 @@
 #define ALLOWED_MODE 0666u
 /* The bits every segment has: its owner's processes open it read-write. */
 #define OWNER_MODE 0600u
-#define PAGE 4096u
-/* Largest segment a geometry may ask for. */
-#define MAX_SEGMENT_SIZE (1ull << 30)
 /*
  * Why a segment in use cannot be attached, besides real errors: it belongs
  * to another bucket (a hash collision: both live on, in two generations),
@@ -32,46 +29,6 @@
 #define SEG_BROKEN WLK__SEG_BROKEN
 /* A stale generation with a later one after it: never re-created. */
 #define SEG_SUPERSEDED (-ESTALE)
-
-static size_t round_up(size_t v, size_t a)
-{
-	return (v + a - 1) / a * a;
-}
-
-/* The geometry a segment with these capacities has. */
-static int geo_compute(uint32_t names, uint32_t requests, uint32_t name_len,
-		       struct wlk__geo *g)
-{
-	uint64_t end;
-
-	if (!names || names > WLK_LIMIT_MAX_NAMES || !requests ||
-	    requests > WLK_LIMIT_MAX_REQUESTS || !name_len ||
-	    name_len > WLK_LIMIT_MAX_NAME_LEN)
-		return WLK_EINVAL;
-	g->max_agents = WLK_MAX_AGENTS;
-	g->max_clients = WLK_MAX_CLIENTS;
-	g->max_names = names;
-	g->max_requests = requests;
-	g->max_name_len = name_len;
-	g->name_stride = (uint32_t)round_up(sizeof(struct wlk_seg_name) +
-					    name_len, WLK_CACHELINE);
-	g->hash_buckets = 1;
-	while (g->hash_buckets < 2 * names)
-		g->hash_buckets <<= 1;
-	g->off_agents = WLK_HEADER_SIZE;
-	g->off_clients = g->off_agents +
-			 (size_t)g->max_agents * sizeof(struct wlk_seg_agent);
-	g->off_names = g->off_clients +
-		       (size_t)g->max_clients * sizeof(struct wlk_seg_client);
-	g->off_requests = g->off_names + (size_t)names * g->name_stride;
-	g->off_hash = g->off_requests +
-		      (size_t)requests * sizeof(struct wlk_seg_request);
-	end = g->off_hash + (uint64_t)g->hash_buckets * sizeof(uint32_t);
-	if (end > MAX_SEGMENT_SIZE)
-		return WLK_EINVAL;
-	g->size = round_up((size_t)end, PAGE);
-	return 0;
-}
 
 int wlk__ofd_lock(int fd, short type, off_t byte, bool wait)
 {
@@ -103,24 +60,6 @@ static bool name_is_fd(const char *shm_name, int fd)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-static void pidns_id(uint64_t *dev, uint64_t *ino)
-{
-	struct stat st;
-
-	*dev = 0;
-	*ino = 0;
-	if (stat("/proc/self/ns/pid", &st) == 0) {
-		*dev = (uint64_t)st.st_dev;
-		*ino = (uint64_t)st.st_ino;
-	}
-}
-
-static void set_ident(char *dst, uint32_t *len, const char *src)
-{
-	*len = (uint32_t)strlen(src);
-	memcpy(dst, src, *len);
-}
-
 /*
  * Initialise a segment nobody is attached to, from scratch; its tokens
  * start above @mark.
@@ -147,34 +86,9 @@ static int create(struct wlk__bucket *b, const char *origin,
 	}
 	b->geo = *g;
 	b->hdr = h = (struct wlk_seg_header *)b->base;
-	h->layout_version = WLK_LAYOUT_VERSION;
-	h->abi_sig = WLK_ABI_SIG;
-	h->segment_size = g->size;
-	h->header_size = WLK_HEADER_SIZE;
-	h->creator_uid = (uint32_t)geteuid();
-	pidns_id(&h->pidns_dev, &h->pidns_ino);
-	if (getrandom(h->seg_key, sizeof(h->seg_key), 0) !=
-	    (ssize_t)sizeof(h->seg_key))
-		return wlk__errno(errno);
-	h->max_agents = g->max_agents;
-	h->max_clients = g->max_clients;
-	h->max_names = g->max_names;
-	h->max_requests = g->max_requests;
-	h->max_name_len = g->max_name_len;
-	h->name_stride = g->name_stride;
-	h->hash_buckets = g->hash_buckets;
-	h->off_agents = g->off_agents;
-	h->off_clients = g->off_clients;
-	h->off_names = g->off_names;
-	h->off_requests = g->off_requests;
-	h->off_hash = g->off_hash;
-	h->created_ns = wlk__realtime_ns();
-	h->next_token = mark > h->created_ns ? mark : h->created_ns;
-	set_ident(h->origin, &h->origin_len, origin);
-	set_ident(h->bucket, &h->bucket_len,
-		  o && o->bucket ? o->bucket : WLK_DEFAULT_BUCKET);
-	set_ident(h->partition, &h->partition_len,
-		  o && o->partition ? o->partition : "");
+	rc = wlk__header_fill(h, origin, o, g, mark);
+	if (rc)
+		return rc;
 	WLK_FAILPOINT(segment_create_mid);
 	rc = wlk__mutex_init(&h->sync.mutex);
 	for (uint32_t i = 0; !rc && i < g->max_agents; i++)
@@ -190,74 +104,6 @@ static int create(struct wlk__bucket *b, const char *origin,
 	cmm_smp_wmb();
 	memcpy(h->magic, WLK_SEG_MAGIC, WLK_SEG_MAGIC_LEN);
 	return 0;
-}
-
-static bool ident_eq(const char *field, uint32_t len, size_t cap,
-		     const char *want)
-{
-	return len < cap && len == strlen(want) && !memcmp(field, want, len);
-}
-
-/*
- * wlk__header_ident_eq() - whether segment header @h is the one of bucket
- * (@origin, @o's bucket and partition, their defaults when NULL).
- */
-bool wlk__header_ident_eq(const struct wlk_seg_header *h, const char *origin,
-			  const struct wlk_manager_options *o)
-{
-	return ident_eq(h->origin, h->origin_len, sizeof(h->origin), origin) &&
-	       ident_eq(h->bucket, h->bucket_len, sizeof(h->bucket),
-			o && o->bucket ? o->bucket : WLK_DEFAULT_BUCKET) &&
-	       ident_eq(h->partition, h->partition_len, sizeof(h->partition),
-			o && o->partition ? o->partition : "");
-}
-
-/*
- * wlk__header_check() - the header of a mapped segment of @file_size
- * bytes: magic, format, owner and geometry (offsets and sizes recomputed
- * from the capacities, never taken on trust). On success b->geo and
- * b->seg_key are set from it.
- * Return: 0, WLK_ECORRUPT (no segment), WLK_EFORMAT (another layout or
- * ABI), WLK_ESECURITY (another owner), or WLK__SEG_BROKEN (the geometry
- * does not add up).
- */
-int wlk__header_check(struct wlk__bucket *b, size_t file_size)
-{
-	const struct wlk_seg_header *h = b->hdr;
-	struct wlk__geo g;
-
-	if (file_size < WLK_HEADER_SIZE || file_size > MAX_SEGMENT_SIZE)
-		return WLK_ECORRUPT;
-	cmm_smp_rmb();
-	if (memcmp(h->magic, WLK_SEG_MAGIC, WLK_SEG_MAGIC_LEN) != 0)
-		return WLK_ECORRUPT;
-	if (h->layout_version != WLK_LAYOUT_VERSION ||
-	    h->abi_sig != WLK_ABI_SIG || h->header_size != WLK_HEADER_SIZE)
-		return WLK_EFORMAT;
-	if (h->creator_uid != (uint32_t)geteuid())
-		return WLK_ESECURITY;
-	if (geo_compute(h->max_names, h->max_requests, h->max_name_len, &g) ||
-	    g.size != h->segment_size || g.size != file_size ||
-	    g.name_stride != h->name_stride ||
-	    g.hash_buckets != h->hash_buckets ||
-	    h->max_agents != g.max_agents || h->max_clients != g.max_clients ||
-	    h->off_agents != g.off_agents || h->off_clients != g.off_clients ||
-	    h->off_names != g.off_names || h->off_requests != g.off_requests ||
-	    h->off_hash != g.off_hash)
-		return SEG_BROKEN;
-	b->geo = g;
-	memcpy(b->seg_key, h->seg_key, sizeof(b->seg_key));
-	return 0;
-}
-
-/* Whether this process is in the PID namespace that created the segment. */
-bool wlk__same_pidns(const struct wlk_seg_header *h)
-{
-	uint64_t dev, ino;
-
-	pidns_id(&dev, &ino);
-	return (!h->pidns_dev && !h->pidns_ino) ||
-	       (dev == h->pidns_dev && ino == h->pidns_ino);
 }
 
 /* Check an existing segment before attaching to it. */
@@ -283,39 +129,6 @@ static int validate(struct wlk__bucket *b, const char *origin,
 	return 0;
 }
 
-/*
- * Switch off the fast path of every name of a segment being poisoned
- * (layout.h, FAST PATH): its users' uncontended acquires and releases then
- * take the mutex and fail as everything else does, rather than go on
- * granting beside the next generation (with tokens of their own). ON is
- * cleared by CAS, as an inflation does; nothing under the mutex sets it
- * again, since lockers of a poisoned segment do nothing. The geometry may
- * be what is broken: entries are bounded by the mapping only, and a word
- * that is no fast word is at worst changed in a segment nobody may use.
- */
-static void fast_off_all(struct wlk__bucket *b)
-{
-	const struct wlk_seg_header *h = b->hdr;
-	const size_t fast = offsetof(struct wlk_seg_name, fast);
-	uint64_t off = h->off_names, stride = h->name_stride, n;
-
-	if (off < WLK_HEADER_SIZE || off >= b->geo.size || off % 8 ||
-	    stride < sizeof(struct wlk_seg_name) || stride % 8)
-		return;
-	n = (b->geo.size - off) / stride;
-	if (n > h->max_names)
-		n = h->max_names;
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t *w = (uint64_t *)(void *)(b->base + off +
-						   i * stride + fast);
-		uint64_t f = uatomic_read(w), seen;
-
-		while ((f & WLK_FAST_ON) &&
-		       (seen = uatomic_cmpxchg(w, f, f & ~WLK_FAST_ON)) != f)
-			f = seen;
-	}
-}
-
 static int attach_existing(struct wlk__bucket *b, const char *origin,
 			   const struct wlk_manager_options *o)
 {
@@ -328,7 +141,7 @@ static int attach_existing(struct wlk__bucket *b, const char *origin,
 	if (fstat(b->fd, &st) < 0)
 		return wlk__errno(errno);
 	if ((size_t)st.st_size < WLK_HEADER_SIZE ||
-	    (uint64_t)st.st_size > MAX_SEGMENT_SIZE)
+	    (uint64_t)st.st_size > WLK__MAX_SEGMENT_SIZE)
 		return WLK_ECORRUPT;
 	b->base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
 		       MAP_SHARED, b->fd, 0);
@@ -342,7 +155,7 @@ static int attach_existing(struct wlk__bucket *b, const char *origin,
 	/* Its users must stop: they may trust a geometry no longer there. */
 	if (rc == SEG_BROKEN) {
 		uatomic_set(&b->hdr->seg_state, WLK_SEG_POISONED);
-		fast_off_all(b);
+		wlk__fast_off_all(b);
 	}
 	return rc;
 }
@@ -515,7 +328,7 @@ int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
 	rc = options_perm(o, &perm);
 	if (rc)
 		return rc;
-	rc = geo_compute(o && o->max_names ? o->max_names
+	rc = wlk__geo_compute(o && o->max_names ? o->max_names
 					   : WLK_DEFAULT_MAX_NAMES,
 			 o && o->max_requests ? o->max_requests
 					      : WLK_DEFAULT_MAX_REQUESTS,

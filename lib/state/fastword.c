@@ -14,8 +14,6 @@
  * succeeds while a query copies the bucket returns WLK__FAST_FROZEN, and
  * the caller waits for the copy (layout.h, QUERY) before it goes on.
  */
-#include <string.h>
-
 #include "state.h"
 
 _Static_assert(WLK_LIMIT_MAX_REQUESTS + 1ull <= WLK_FAST_HOLDER_MASK,
@@ -40,44 +38,6 @@ static uint64_t who(uint32_t s, uint32_t g, enum wlk_mode mode)
 {
 	return WLK_FAST(0, 0, s + 1, g) |
 	       (mode == WLK_SHARED ? WLK_FAST_SHARED : 0);
-}
-
-/*
- * wlk__fast_peek() - find @name without the mutex. The hash chains may
- * change under us, so the walk is bounded, every index checked, and a
- * match is only believed if the entry's word did not change while its
- * bytes were compared (bytes are written only while the entry is FREE).
- * The caller's CAS on the fast word, which carries the gen, settles any
- * remaining race. Return: whether found (*@ni, *@ngen).
- */
-bool wlk__fast_peek(struct wlk__bucket *b, const char *name, uint32_t len,
-		    uint64_t hash, uint32_t *ni, uint32_t *ngen)
-{
-	uint32_t i = uatomic_read(
-		&wlk__hash_heads(b)[hash & (b->geo.hash_buckets - 1)]);
-
-	for (uint32_t steps = 0; i != WLK_NIL; steps++) {
-		struct wlk_seg_name *n;
-		uint32_t w;
-
-		if (i >= b->geo.max_names || steps >= b->geo.max_names)
-			return false;
-		n = wlk__name(b, i);
-		w = wlk__word_load(&n->word);
-		if (WLK_WORD_STATE(w) == WLK_SLOT_USED &&
-		    uatomic_read(&n->hash) == hash &&
-		    uatomic_read(&n->len) == len &&
-		    !memcmp(wlk__name_bytes(n), name, len)) {
-			cmm_smp_rmb();
-			if (uatomic_read(&n->word) != w)
-				return false;
-			*ni = i;
-			*ngen = WLK_WORD_GEN(w);
-			return true;
-		}
-		i = uatomic_read(&n->chain);
-	}
-	return false;
 }
 
 /*
@@ -137,23 +97,6 @@ void wlk__fast_unclaim_slot(struct wlk__bucket *b,
 {
 	wlk__word_store(&wlk__req(b, c->slot)->word,
 			WLK_WORD(c->gen, WLK_SLOT_RESERVED));
-}
-
-/*
- * wlk__token_give() - give the lock in request @r of name @n its fencing
- * token, unless it has one: the fast path's thread and an inflation under
- * the mutex may both try, and the first one wins.
- * Return: the token.
- */
-uint64_t wlk__token_give(struct wlk_seg_name *n, struct wlk_seg_request *r)
-{
-	uint64_t t = uatomic_read(&r->token), seen;
-
-	if (t)
-		return t;
-	t = uatomic_add_return(&n->token, 1);
-	seen = uatomic_cmpxchg(&r->token, 0, t);
-	return seen ? seen : t;
 }
 
 /*
@@ -496,6 +439,39 @@ void wlk__fast_grant(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 
 	uatomic_set(&n->fast, WLK_FAST(WLK_WORD_GEN(n->word), 1, 0, 0) |
 				      who(ri, gen, mode));
+}
+
+/*
+ * wlk__fast_off_all() - switch off the fast path of every name of a segment being poisoned
+ * (layout.h, FAST PATH): its users' uncontended acquires and releases then
+ * take the mutex and fail as everything else does, rather than go on
+ * granting beside the next generation (with tokens of their own). ON is
+ * cleared by CAS, as an inflation does; nothing under the mutex sets it
+ * again, since lockers of a poisoned segment do nothing. The geometry may
+ * be what is broken: entries are bounded by the mapping only, and a word
+ * that is no fast word is at worst changed in a segment nobody may use.
+ */
+void wlk__fast_off_all(struct wlk__bucket *b)
+{
+	const struct wlk_seg_header *h = b->hdr;
+	const size_t fast = offsetof(struct wlk_seg_name, fast);
+	uint64_t off = h->off_names, stride = h->name_stride, n;
+
+	if (off < WLK_HEADER_SIZE || off >= b->geo.size || off % 8 ||
+	    stride < sizeof(struct wlk_seg_name) || stride % 8)
+		return;
+	n = (b->geo.size - off) / stride;
+	if (n > h->max_names)
+		n = h->max_names;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t *w = (uint64_t *)(void *)(b->base + off +
+						   i * stride + fast);
+		uint64_t f = uatomic_read(w), seen;
+
+		while ((f & WLK_FAST_ON) &&
+		       (seen = uatomic_cmpxchg(w, f, f & ~WLK_FAST_ON)) != f)
+			f = seen;
+	}
 }
 
 /* wlk__fast_held() - whether name entry @n has a fast holder now. */

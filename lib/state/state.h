@@ -26,6 +26,24 @@ struct wlk__wake {
 	struct wlk__bell_to bells[WLK_WAKE_BATCH];
 };
 
+/*
+ * wlk__token_give() - give the lock in request @r of name @n its fencing
+ * token, unless it has one: the fast path's thread and an inflation under
+ * the mutex may both try, and the first one wins.
+ * Return: the token.
+ */
+static inline uint64_t wlk__token_give(struct wlk_seg_name *n,
+				       struct wlk_seg_request *r)
+{
+	uint64_t t = uatomic_read(&r->token), seen;
+
+	if (t)
+		return t;
+	t = uatomic_add_return(&n->token, 1);
+	seen = uatomic_cmpxchg(&r->token, 0, t);
+	return seen ? seen : t;
+}
+
 /* Whether name @n has neither held set nor queue. */
 static inline bool wlk__name_idle(const struct wlk_seg_name *n)
 {
@@ -62,6 +80,8 @@ bool wlk__client_live(struct wlk__bucket *b, uint32_t c, uint32_t gen)
 int wlk__corrupt(struct wlk__bucket *b) WLK_INTERNAL;
 uint64_t wlk__name_hash(struct wlk__bucket *b, const void *name,
 			size_t len) WLK_INTERNAL;
+bool wlk__name_peek(struct wlk__bucket *b, const char *name, uint32_t len,
+		    uint64_t hash, uint32_t *ni, uint32_t *ngen) WLK_INTERNAL;
 
 /*
  * fastword.c: the one owner of a name's fast word and waiter word
@@ -83,8 +103,6 @@ struct wlk__fast_claim {
 	enum wlk_mode mode;
 };
 
-bool wlk__fast_peek(struct wlk__bucket *b, const char *name, uint32_t len,
-		    uint64_t hash, uint32_t *ni, uint32_t *ngen) WLK_INTERNAL;
 bool wlk__fast_worth(struct wlk__bucket *b, uint32_t ni, uint32_t ngen,
 		     enum wlk_mode mode, bool may_wait) WLK_INTERNAL;
 bool wlk__fast_claim_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
@@ -99,8 +117,6 @@ enum wlk__fast wlk__fast_await(struct wlk__bucket *b,
 			       uint64_t *token) WLK_INTERNAL;
 enum wlk__fast wlk__fast_let_go(struct wlk__bucket *b,
 				const struct wlk__fast_claim *c) WLK_INTERNAL;
-uint64_t wlk__token_give(struct wlk_seg_name *n, struct wlk_seg_request *r)
-	WLK_INTERNAL;
 /* The mutex side. */
 uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni, uint32_t *waiter)
 	WLK_INTERNAL;
@@ -115,6 +131,7 @@ bool wlk__fast_holds(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
 bool wlk__fast_waits(struct wlk__bucket *b, uint32_t ni, uint32_t ri)
 	WLK_INTERNAL;
 void wlk__fast_unclaim(struct wlk__bucket *b, uint32_t ri) WLK_INTERNAL;
+void wlk__fast_off_all(struct wlk__bucket *b) WLK_INTERNAL;
 /* For those who only look. */
 bool wlk__fast_held(const struct wlk_seg_name *n) WLK_INTERNAL;
 bool wlk__fast_words(const struct wlk_seg_name *n, int tries, uint64_t *f,

@@ -425,3 +425,41 @@ void wlk__agent_free(struct wlk__bucket *b, uint32_t ai, uint32_t gen)
 	h->free_agents = ai;
 	wlk__count(&h->n_agents, -1);
 }
+
+/*
+ * wlk__name_peek() - find @name without the mutex. The hash chains may
+ * change under us, so the walk is bounded, every index checked, and a
+ * match is only believed if the entry's word did not change while its
+ * bytes were compared (bytes are written only while the entry is FREE).
+ * The caller's CAS on the fast word, which carries the gen, settles any
+ * remaining race. Return: whether found (*@ni, *@ngen).
+ */
+bool wlk__name_peek(struct wlk__bucket *b, const char *name, uint32_t len,
+		    uint64_t hash, uint32_t *ni, uint32_t *ngen)
+{
+	uint32_t i = uatomic_read(
+		&wlk__hash_heads(b)[hash & (b->geo.hash_buckets - 1)]);
+
+	for (uint32_t steps = 0; i != WLK_NIL; steps++) {
+		struct wlk_seg_name *n;
+		uint32_t w;
+
+		if (i >= b->geo.max_names || steps >= b->geo.max_names)
+			return false;
+		n = wlk__name(b, i);
+		w = wlk__word_load(&n->word);
+		if (WLK_WORD_STATE(w) == WLK_SLOT_USED &&
+		    uatomic_read(&n->hash) == hash &&
+		    uatomic_read(&n->len) == len &&
+		    !memcmp(wlk__name_bytes(n), name, len)) {
+			cmm_smp_rmb();
+			if (uatomic_read(&n->word) != w)
+				return false;
+			*ni = i;
+			*ngen = WLK_WORD_GEN(w);
+			return true;
+		}
+		i = uatomic_read(&n->chain);
+	}
+	return false;
+}
