@@ -34,15 +34,11 @@ struct wlk__async_hooks {
 };
 
 /* lane.c: the one owner of lane state, and the fast path through it. */
-struct wlk__lane *wlk__lane_take(struct wlk_manager *m) WLK_INTERNAL;
-void wlk__lane_put(struct wlk__lane *lane, uint32_t slot, uint32_t gen,
-		   bool ready) WLK_INTERNAL;
 void wlk__lane_fill(struct wlk_manager *m) WLK_INTERNAL;
 void wlk__lane_unclaim(struct wlk_lock *l) WLK_INTERNAL;
 enum wlk__fast wlk__lane_acquire(struct wlk_manager *m, struct wlk_lock *l,
 				 bool may_wait) WLK_INTERNAL;
 enum wlk__fast wlk__lane_await(struct wlk_lock *l) WLK_INTERNAL;
-enum wlk__fast wlk__lane_release(struct wlk_lock *l) WLK_INTERNAL;
 
 /* struct wlk_manager: a client of a bucket. */
 struct wlk_manager {
@@ -88,6 +84,58 @@ struct wlk_lock {
 	size_t name_len;
 	char name[]; /* name_len bytes + NUL */
 };
+
+/*
+ * wlk__lane_take() - take a READY lane of @m (BUSY then), or NULL. Inline,
+ * with wlk__lane_put(), for the uncontended path; lane.c's, like the rest
+ * of lane state.
+ */
+static inline struct wlk__lane *wlk__lane_take(struct wlk_manager *m)
+{
+	for (unsigned int i = 0; i < WLK_LANES; i++)
+		if (uatomic_read(&m->lanes[i].state) == WLK_LANE_READY &&
+		    uatomic_cmpxchg(&m->lanes[i].state, WLK_LANE_READY,
+				    WLK_LANE_BUSY) == WLK_LANE_READY)
+			return &m->lanes[i];
+	return NULL;
+}
+
+/*
+ * wlk__lane_put() - the BUSY @lane is done with: READY with slot @slot in
+ * gen @gen, if @ready (the slot is RESERVED for this client in that gen),
+ * else EMPTY (the slot went: closed, stolen, reclaimed).
+ */
+static inline void wlk__lane_put(struct wlk__lane *lane, uint32_t slot,
+				 uint32_t gen, bool ready)
+{
+	lane->slot = slot;
+	lane->gen = gen;
+	uatomic_set(&lane->state, ready ? WLK_LANE_READY : WLK_LANE_EMPTY);
+}
+
+/*
+ * wlk__lane_release() - release a lock held through the fast word; its
+ * slot goes back to its lane. Inline: the uncontended release.
+ * Return: WLK__FAST_OK or _FROZEN: released; _SLOW: the name was inflated
+ * meanwhile: release it under the mutex.
+ */
+static inline enum wlk__fast wlk__lane_release(struct wlk_lock *l)
+{
+	struct wlk__fast_claim c = {
+		.ni = l->fast_name,
+		.ngen = l->fast_ngen,
+		.slot = l->slot,
+		.gen = l->gen,
+		.mode = l->mode,
+	};
+	enum wlk__fast rc = wlk__fast_let_go(l->m->b, &c);
+
+	if (rc == WLK__FAST_SLOW)
+		return rc;
+	wlk__lane_put(&l->m->lanes[l->lane], l->slot, l->gen, true);
+	l->fast = false;
+	return rc;
+}
 
 /* struct wlk_signal: AbortController/AbortSignal. */
 struct wlk_signal {

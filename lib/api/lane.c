@@ -64,30 +64,6 @@ static void memo_keep(struct wlk__bucket *b, const struct wlk_lock *l,
 	memcpy(memo.name, l->name, l->name_len);
 }
 
-/* wlk__lane_take() - take a READY lane of @m (BUSY then), or NULL. */
-struct wlk__lane *wlk__lane_take(struct wlk_manager *m)
-{
-	for (unsigned int i = 0; i < WLK_LANES; i++)
-		if (uatomic_read(&m->lanes[i].state) == WLK_LANE_READY &&
-		    uatomic_cmpxchg(&m->lanes[i].state, WLK_LANE_READY,
-				    WLK_LANE_BUSY) == WLK_LANE_READY)
-			return &m->lanes[i];
-	return NULL;
-}
-
-/*
- * wlk__lane_put() - the BUSY @lane is done with: READY with slot @slot in
- * gen @gen, if @ready (the slot is RESERVED for this client in that gen),
- * else EMPTY (the slot went: closed, stolen, reclaimed).
- */
-void wlk__lane_put(struct wlk__lane *lane, uint32_t slot, uint32_t gen,
-		   bool ready)
-{
-	lane->slot = slot;
-	lane->gen = gen;
-	uatomic_set(&lane->state, ready ? WLK_LANE_READY : WLK_LANE_EMPTY);
-}
-
 /* The lane @l's slot came from. */
 static struct wlk__lane *lane_of(const struct wlk_lock *l)
 {
@@ -155,7 +131,14 @@ enum wlk__fast wlk__lane_acquire(struct wlk_manager *m, struct wlk_lock *l,
 
 	if (!find(b, l, &c.ni, &c.ngen, &memo_hit))
 		return WLK__FAST_SLOW;
-	if (!wlk__fast_worth(b, c.ni, c.ngen, l->mode, may_wait)) {
+	lane = wlk__lane_take(m);
+	if (!lane)
+		return WLK__FAST_SLOW;
+	c.slot = lane->slot;
+	c.gen = lane->gen;
+	rc = wlk__fast_acquire(b, &c, may_wait, &l->token);
+	if (caa_unlikely(rc >= WLK__FAST_SLOW)) {
+		wlk__lane_put(lane, c.slot, c.gen, rc == WLK__FAST_SLOW);
 		/* A remembered entry that went (evicted, reused) is no sign
 		 * of contention: forget it, and look the name up next time. */
 		if (memo_hit && wlk__word_load(&wlk__name(b, c.ni)->word) !=
@@ -163,24 +146,12 @@ enum wlk__fast wlk__lane_acquire(struct wlk_manager *m, struct wlk_lock *l,
 			memo.len = 0;
 		return WLK__FAST_SLOW;
 	}
-	lane = wlk__lane_take(m);
-	if (!lane)
-		return WLK__FAST_SLOW;
-	if (!wlk__fast_claim_slot(b, lane->slot, lane->gen, &c)) {
-		/* The mutex side reclaimed it (wlk__stash_reclaim()). */
-		wlk__lane_put(lane, lane->slot, lane->gen, false);
-		return WLK__FAST_SLOW;
-	}
 	l->slot = c.slot;
 	l->gen = c.gen;
 	l->fast_name = c.ni;
 	l->fast_ngen = c.ngen;
 	l->lane = (uint8_t)(lane - m->lanes);
-	rc = wlk__fast_take(b, &c, may_wait, &l->token);
-	if (rc == WLK__FAST_SLOW)
-		wlk__lane_put(lane, c.slot, c.gen, true);
-	else if (rc != WLK__FAST_WAITING)
-		l->fast = true;
+	l->fast = rc != WLK__FAST_WAITING;
 	return rc;
 }
 
@@ -195,23 +166,6 @@ enum wlk__fast wlk__lane_await(struct wlk_lock *l)
 
 	if (rc != WLK__FAST_SLOW)
 		l->fast = true;
-	return rc;
-}
-
-/*
- * wlk__lane_release() - release a lock held through the fast word; its
- * slot goes back to its lane. Return: WLK__FAST_OK or _FROZEN: released;
- * _SLOW: the name was inflated meanwhile: release it under the mutex.
- */
-enum wlk__fast wlk__lane_release(struct wlk_lock *l)
-{
-	struct wlk__fast_claim c = claim_of(l);
-	enum wlk__fast rc = wlk__fast_let_go(l->m->b, &c);
-
-	if (rc == WLK__FAST_SLOW)
-		return rc;
-	wlk__lane_put(lane_of(l), l->slot, l->gen, true);
-	l->fast = false;
 	return rc;
 }
 

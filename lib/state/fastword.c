@@ -52,12 +52,12 @@ static bool waitable(uint64_t f, uint64_t on, enum wlk_mode mode)
 }
 
 /*
- * wlk__fast_worth() - whether name entry @ni (gen @ngen, bounded by the
- * caller) is worth claiming a slot for: free on the fast path, or, if
- * @may_wait, held so that a request in @mode may wait there.
+ * Whether name entry @ni (gen @ngen, bounded by the caller) is worth
+ * claiming a slot for: free on the fast path, or, if @may_wait, held so
+ * that a request in @mode may wait there.
  */
-bool wlk__fast_worth(struct wlk__bucket *b, uint32_t ni, uint32_t ngen,
-		     enum wlk_mode mode, bool may_wait)
+static bool worth(struct wlk__bucket *b, uint32_t ni, uint32_t ngen,
+		  enum wlk_mode mode, bool may_wait)
 {
 	uint64_t f = fast_load(&wlk__name(b, ni)->fast);
 
@@ -66,15 +66,15 @@ bool wlk__fast_worth(struct wlk__bucket *b, uint32_t ni, uint32_t ngen,
 }
 
 /*
- * wlk__fast_claim_slot() - claim request slot @slot, RESERVED in gen @gen,
- * for @c: FAST in gen + 1 (a new gen per claim tells one fast waiter claim
- * from the next), name and mode filled; c->slot and c->gen set. Return:
- * false if the mutex side reclaimed the slot (wlk__stash_reclaim()).
+ * Claim @c's request slot, RESERVED in gen c->gen: FAST in gen + 1 (a new
+ * gen per claim tells one fast waiter claim from the next), name and mode
+ * filled, c->gen moved on. Return: false if the mutex side reclaimed the
+ * slot (wlk__stash_reclaim()).
  */
-bool wlk__fast_claim_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
-			  struct wlk__fast_claim *c)
+static bool claim_slot(struct wlk__bucket *b, struct wlk__fast_claim *c)
 {
-	struct wlk_seg_request *r = wlk__req(b, slot);
+	struct wlk_seg_request *r = wlk__req(b, c->slot);
+	uint32_t gen = c->gen;
 
 	if (uatomic_cmpxchg(&r->word, WLK_WORD(gen, WLK_SLOT_RESERVED),
 			    WLK_WORD(gen + 1, WLK_SLOT_FAST)) !=
@@ -86,7 +86,6 @@ bool wlk__fast_claim_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 	r->name_gen = c->ngen;
 	r->token = 0;
 	r->enq_ns = r->grant_ns = wlk__stamp_ns();
-	c->slot = slot;
 	c->gen = gen + 1;
 	return true;
 }
@@ -132,16 +131,13 @@ static bool enlist(struct wlk_seg_name *n, uint64_t f, uint64_t claim)
 }
 
 /*
- * wlk__fast_take() - take @c's name by its fast word, or, if @may_wait,
- * enlist as its fast waiter. The CASes publish the slot's fields to
- * whoever inflates.
- * Return: WLK__FAST_OK or _FROZEN: held, *@token set; _WAITING: enlisted
- * (wlk__fast_await() next); _SLOW: neither, and the slot is RESERVED
- * again in gen c->gen.
+ * Take @c's name by its fast word, or, if @may_wait, enlist as its fast
+ * waiter; @c's slot is claimed. The CASes publish the slot's fields to
+ * whoever inflates. Return: as wlk__fast_acquire().
  */
-enum wlk__fast wlk__fast_take(struct wlk__bucket *b,
-			      const struct wlk__fast_claim *c, bool may_wait,
-			      uint64_t *token)
+static enum wlk__fast take(struct wlk__bucket *b,
+			   const struct wlk__fast_claim *c, bool may_wait,
+			   uint64_t *token)
 {
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
 	uint64_t on = on_free(c->ngen), me = who(c->slot, c->gen, c->mode);
@@ -174,6 +170,26 @@ enum wlk__fast wlk__fast_take(struct wlk__bucket *b,
 	    WLK_WORD(c->gen, WLK_SLOT_FAST))
 		return WLK__FAST_WAITING;
 	return WLK__FAST_SLOW;
+}
+
+/*
+ * wlk__fast_acquire() - take @c's name by its fast word, with @c's request
+ * slot, RESERVED for this client in gen c->gen; or, if @may_wait, enlist
+ * as the name's fast waiter.
+ * Return: WLK__FAST_OK or _FROZEN: held, *@token set, the slot FAST in
+ * c->gen; _WAITING: enlisted (wlk__fast_await() next); _SLOW: neither, the
+ * slot RESERVED in c->gen (unclaimed, or claimed and given back);
+ * _LOST: the mutex side reclaimed the slot.
+ */
+enum wlk__fast wlk__fast_acquire(struct wlk__bucket *b,
+				 struct wlk__fast_claim *c, bool may_wait,
+				 uint64_t *token)
+{
+	if (!worth(b, c->ni, c->ngen, c->mode, may_wait))
+		return WLK__FAST_SLOW;
+	if (!claim_slot(b, c))
+		return WLK__FAST_LOST;
+	return take(b, c, may_wait, token);
 }
 
 /*

@@ -94,6 +94,7 @@ enum wlk__fast {
 	WLK__FAST_FROZEN, /* done while a query copies: wlk__freeze_wait() */
 	WLK__FAST_WAITING, /* the name's fast waiter now: wlk__fast_await() */
 	WLK__FAST_SLOW,   /* not possible now: take the mutex */
+	WLK__FAST_LOST,   /* as SLOW, and the lane's slot went */
 };
 
 /* A request slot claimed for name entry @ni by the fast path. */
@@ -103,15 +104,11 @@ struct wlk__fast_claim {
 	enum wlk_mode mode;
 };
 
-bool wlk__fast_worth(struct wlk__bucket *b, uint32_t ni, uint32_t ngen,
-		     enum wlk_mode mode, bool may_wait) WLK_INTERNAL;
-bool wlk__fast_claim_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
-			  struct wlk__fast_claim *c) WLK_INTERNAL;
+enum wlk__fast wlk__fast_acquire(struct wlk__bucket *b,
+				 struct wlk__fast_claim *c, bool may_wait,
+				 uint64_t *token) WLK_INTERNAL;
 void wlk__fast_unclaim_slot(struct wlk__bucket *b,
 			    const struct wlk__fast_claim *c) WLK_INTERNAL;
-enum wlk__fast wlk__fast_take(struct wlk__bucket *b,
-			      const struct wlk__fast_claim *c, bool may_wait,
-			      uint64_t *token) WLK_INTERNAL;
 enum wlk__fast wlk__fast_await(struct wlk__bucket *b,
 			       const struct wlk__fast_claim *c,
 			       uint64_t *token) WLK_INTERNAL;
