@@ -96,9 +96,9 @@ enum wlk_slot_state {
 };
 
 /*
- * FAST PATH (state/fastword.c, api/lane.c). An uncontended acquire and its release need not take
- * the segment mutex, nor a handoff between two requests. Each name entry
- * has a 64-bit fast word:
+ * FAST PATH (state/fastword.c, api/lane.c). An uncontended acquire and its
+ * release need not take the segment mutex, nor a handoff between two
+ * requests. Each name entry has a 64-bit fast word:
  *
  *   63..35 name gen (29 bits)  34 ON  33 WAIT  32 SHARED
  *   31..9 holder slot + 1      8..0 its gen
@@ -112,11 +112,12 @@ enum wlk_slot_state {
  * One request may wait behind the holder without the mutex (a fast
  * waiter): it claims the name's waiter word (CAS 0 to its slot + 1, gen
  * and SHARED, the same bits as in the fast word, and the rest of the gen:
- * WLK_CLAIM) and then sets WAIT in the fast word by CAS. A claim without WAIT is nobody's turn yet: an enlisting
- * request, or one that died or gave up before WAIT. With WAIT set, the
- * holder's release is a handoff: one CAS makes the waiter the holder and
- * clears WAIT; the old holder then clears the waiter word. The waiter
- * spins on the fast word until it holds, or until ON clears.
+ * WLK_CLAIM) and then sets WAIT in the fast word by CAS. A claim without
+ * WAIT is nobody's turn yet: an enlisting request, or one that died or
+ * gave up before WAIT. With WAIT set, the holder's release is a handoff:
+ * one CAS makes the waiter the holder and clears WAIT; the old holder then
+ * clears the waiter word. The waiter spins on the fast word until it
+ * holds, or until ON clears.
  *
  * Anything under the mutex that needs the name first inflates it: CAS ON
  * off (holder and WAIT kept), turn the holder's slot into an ordinary HELD

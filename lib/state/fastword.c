@@ -6,13 +6,11 @@
  * side, which turns the fast path off (inflation), reads who holds and
  * who waits, grants through the word and turns it on again.
  *
- * The functions of the fast path take a struct wlk__fast_claim: the name
- * entry and the request slot the caller claimed for it (a manager's lane,
- * api/lane.c), and report what happened as an enum wlk__fast. Nothing here
- * is an error: a fast operation that cannot go on returns WLK__FAST_SLOW,
- * and the caller takes the mutex. None of them takes the mutex; one that
- * succeeds while a query copies the bucket returns WLK__FAST_FROZEN, and
- * the caller waits for the copy (layout.h, QUERY) before it goes on.
+ * The fast path's functions take a struct wlk__fast_claim (the name entry,
+ * and a request slot of the caller's lane, api/lane.c) and return an enum
+ * wlk__fast: none is an error, none takes the mutex. WLK__FAST_SLOW sends
+ * the caller to the mutex; WLK__FAST_FROZEN (done while a query copies)
+ * makes it wait for the copy first (layout.h, QUERY).
  */
 #include "state.h"
 
@@ -363,9 +361,9 @@ uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni, uint32_t *waiter)
 }
 
 /*
- * wlk__fast_waiter_clear() - under the mutex: the waiter word of @n, unless some request is still claiming it (an
- * enlisting fast waiter, which withdraws by itself when it finds ON
- * clear): cleared. A claim that is not live (adopted, granted, freed)
+ * wlk__fast_waiter_clear() - under the mutex: clear the waiter word of
+ * @ni unless a live claim holds it (an enlisting waiter withdraws by
+ * itself when it finds ON clear). A dead claim (adopted, granted, freed)
  * would keep every later request from waiting by the fast path.
  */
 void wlk__fast_waiter_clear(struct wlk__bucket *b, uint32_t ni)
@@ -458,14 +456,12 @@ void wlk__fast_grant(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 }
 
 /*
- * wlk__fast_off_all() - switch off the fast path of every name of a segment being poisoned
- * (layout.h, FAST PATH): its users' uncontended acquires and releases then
- * take the mutex and fail as everything else does, rather than go on
- * granting beside the next generation (with tokens of their own). ON is
- * cleared by CAS, as an inflation does; nothing under the mutex sets it
- * again, since lockers of a poisoned segment do nothing. The geometry may
- * be what is broken: entries are bounded by the mapping only, and a word
- * that is no fast word is at worst changed in a segment nobody may use.
+ * wlk__fast_off_all() - a segment is being poisoned: its users' fast
+ * operations must take the mutex and fail there, not go on granting beside
+ * the next generation. ON is cleared by CAS, as an inflation does; nothing
+ * sets it again. Entries are bounded by the mapping only (the geometry may
+ * be what is broken): a word that is no fast word is at worst changed in
+ * a segment nobody may use.
  */
 void wlk__fast_off_all(struct wlk__bucket *b)
 {
