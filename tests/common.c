@@ -167,25 +167,33 @@ bool t_mapped_segment(char *path, size_t size)
 	return found;
 }
 
-void *t_segment_map(size_t *size)
+void *t_map_file(const char *path, size_t *size)
 {
-	struct wlk_inspect_snapshot *s = NULL;
-	struct wlk_inspect *in = NULL;
 	struct stat st;
 	void *map;
-	int fd, rc;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
 
-	rc = wlk_inspect_open(t_origin, NULL, 0, &in);
-	cr_assert_eq(rc, 0, "wlk_inspect_open: %s", t_ename(rc));
-	rc = wlk_inspect_snapshot(in, &s);
-	cr_assert_eq(rc, 0, "wlk_inspect_snapshot: %s", t_ename(rc));
-	fd = open(s->header.path, O_RDWR | O_CLOEXEC);
-	cr_assert_geq(fd, 0, "open %s: %s", s->header.path, strerror(errno));
+	cr_assert_geq(fd, 0, "open %s: %s", path, strerror(errno));
 	cr_assert_eq(fstat(fd, &st), 0);
 	*size = (size_t)st.st_size;
 	map = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	cr_assert_neq(map, MAP_FAILED, "mmap: %s", strerror(errno));
 	close(fd);
+	return map;
+}
+
+void *t_segment_map(size_t *size)
+{
+	struct wlk_inspect_snapshot *s = NULL;
+	struct wlk_inspect *in = NULL;
+	void *map;
+	int rc;
+
+	rc = wlk_inspect_open(t_origin, NULL, 0, &in);
+	cr_assert_eq(rc, 0, "wlk_inspect_open: %s", t_ename(rc));
+	rc = wlk_inspect_snapshot(in, &s);
+	cr_assert_eq(rc, 0, "wlk_inspect_snapshot: %s", t_ename(rc));
+	map = t_map_file(s->header.path, size);
 	wlk_inspect_snapshot_free(s);
 	wlk_inspect_close(in);
 	return map;

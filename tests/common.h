@@ -50,9 +50,12 @@ int t_newcomer(void *arg);
 /* The /dev/shm path of the first weblocks segment this process maps. */
 bool t_mapped_segment(char *path, size_t size);
 
+/* The whole file at @path, mapped shared read-write; its size in *@size. */
+void *t_map_file(const char *path, size_t *size);
+
 /*
  * Map the segment of t_origin's default bucket read-write, to look into it
- * or damage it (with lib/format/layout.h); *@size receives the size to munmap().
+ * or damage it (with lib/testing.h); *@size receives the size to munmap().
  */
 void *t_segment_map(size_t *size);
 

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,23 +90,6 @@ Test(poison, unrepairable_segment_is_replaced_by_a_new_generation,
 	t_pipe_close(&p[1]);
 }
 
-/* The whole segment file at @path, mapped shared; its size in *@size. */
-static uint8_t *map_segment(const char *path, size_t *size)
-{
-	int fd = open(path, O_RDWR);
-	struct stat st;
-	uint8_t *base;
-
-	cr_assert_geq(fd, 0, "open %s", path);
-	cr_assert_eq(fstat(fd, &st), 0);
-	base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
-		    MAP_SHARED, fd, 0);
-	cr_assert_neq(base, MAP_FAILED);
-	close(fd);
-	*size = (size_t)st.st_size;
-	return base;
-}
-
 static struct wlk_seg_name *name_slot(uint8_t *base, uint32_t i)
 {
 	const struct wlk_seg_header *h = (const void *)base;
@@ -151,7 +133,7 @@ Test(poison, free_name_slot_with_a_bad_state_is_repaired, T_FIX,
 	T_ASSERT_RC(wlk_acquire(m, "a", 1, NULL, &l), 0);
 	T_ASSERT_RC(wlk_release(l), 0);
 	cr_assert(t_mapped_segment(path, sizeof(path)));
-	base = map_segment(path, &size);
+	base = t_map_file(path, &size);
 	h = (struct wlk_seg_header *)(void *)base;
 	cr_assert_lt(h->free_names, h->max_names);
 	n = name_slot(base, h->free_names);
@@ -196,7 +178,7 @@ Test(poison, damaged_name_slot_keeps_its_tokens_rising, T_FIX,
 		T_ASSERT_RC(wlk_release(l), 0);
 	}
 	cr_assert(t_mapped_segment(path, sizeof(path)));
-	base = map_segment(path, &size);
+	base = t_map_file(path, &size);
 	h = (struct wlk_seg_header *)(void *)base;
 	n = name_of(base, 'a');
 	n->word = (n->word & ~WLK_STATE_MASK) | WLK_SLOT_PENDING;
@@ -237,7 +219,7 @@ Test(poison, damaged_segment_state_leads_to_a_new_generation, T_FIX,
 	T_ASSERT_RC(wlk_acquire(m, "z", 1, NULL, &l), 0);
 	T_ASSERT_RC(wlk_release(l), 0);
 	cr_assert(t_mapped_segment(path, sizeof(path)));
-	base = map_segment(path, &size);
+	base = t_map_file(path, &size);
 	h = (struct wlk_seg_header *)(void *)base;
 	__atomic_store_n(&h->seg_state, 7, __ATOMIC_SEQ_CST);
 	munmap(base, size);
@@ -319,7 +301,7 @@ Test(poison, new_generation_gives_tokens_above_the_poisoned_ones, T_FIX,
 	T_ASSERT_RC(wlk_acquire(m, "t", 1, NULL, &l), 0);
 	held = wlk_lock_token(l);
 	cr_assert(t_mapped_segment(path, sizeof(path)));
-	base = map_segment(path, &size);
+	base = t_map_file(path, &size);
 	name_of(base, 't')->token = ahead;
 	munmap(base, size);
 	scribble(path);
