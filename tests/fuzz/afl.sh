@@ -26,6 +26,9 @@
 set -euo pipefail
 
 srcdir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# The library is compiled in whole: every layer folder on the path.
+lib_inc=()
+for d in "$srcdir"/lib/*/; do lib_inc+=(-I"$d"); done
 builddir=$(cd "${1:-build}" && pwd)
 what=${2:-60}
 afl=$builddir/afl
@@ -45,9 +48,9 @@ build() { # OUTPUT, then environment for afl-clang-fast
 	shift
 	env "$@" afl-clang-fast -std=gnu11 -g -O1 -fno-omit-frame-pointer \
 		-pthread -include "$builddir/config.h" -DWLK_BUILDING_LIBRARY \
-		-I"$srcdir/include" -I"$srcdir/lib" \
+		-I"$srcdir/include" -I"$srcdir/lib" "${lib_inc[@]}" \
 		$(pkg-config --cflags liburcu-bp liburcu-cds) \
-		"$srcdir"/lib/*.c "$srcdir"/tools/render.c \
+		"$srcdir"/lib/*/*.c "$srcdir"/tools/render.c \
 		"$srcdir"/tools/text.c "$srcdir"/tools/json.c \
 		"$srcdir"/tests/fuzz/fuzz_segment.c \
 		$(pkg-config --libs liburcu-bp liburcu-cds) -lrt -o "$out"

@@ -13,6 +13,9 @@
 set -euo pipefail
 
 srcdir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# The library is compiled in whole: every layer folder on the path.
+lib_inc=()
+for d in "$srcdir"/lib/*/; do lib_inc+=(-I"$d"); done
 builddir=$(cd "${1:-build}" && pwd)
 seconds=${2:-60}
 san=-fsanitize=fuzzer,address,undefined
@@ -25,9 +28,9 @@ san=-fsanitize=fuzzer,address,undefined
 # compiled in whole for simplicity.
 clang -std=gnu11 -g -O1 $san -fno-omit-frame-pointer -pthread \
 	-include "$builddir/config.h" -DWLK_BUILDING_LIBRARY \
-	-I"$srcdir/include" -I"$srcdir/lib" \
+	-I"$srcdir/include" -I"$srcdir/lib" "${lib_inc[@]}" \
 	$(pkg-config --cflags liburcu-bp liburcu-cds) \
-	"$srcdir"/lib/*.c "$srcdir"/tools/render.c "$srcdir"/tools/text.c \
+	"$srcdir"/lib/*/*.c "$srcdir"/tools/render.c "$srcdir"/tools/text.c \
 	"$srcdir"/tools/json.c "$srcdir"/tests/fuzz/fuzz_inspect.c \
 	$(pkg-config --libs liburcu-bp liburcu-cds) -lrt \
 	-o "$builddir/fuzz-inspect"
