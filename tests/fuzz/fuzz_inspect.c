@@ -28,7 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../tools/shm-inspect.h"
+#include "fuzz_render.h"
 
 static char path[128];
 static char *seed;
@@ -130,11 +130,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static void on_violation(const char *what, void *arg)
-{
-	fputs(what, arg);
-}
-
 /* The copy of @n bytes, patched by @data; its length. */
 static size_t patch(const uint8_t *data, size_t size)
 {
@@ -170,11 +165,8 @@ static size_t patch(const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct wlk_inspect_snapshot *s = NULL;
 	struct wlk_inspect *in = NULL;
 	size_t n = patch(data, size);
-	struct json j;
-	struct counts c;
 	int fd;
 
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -183,16 +175,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	close(fd);
 	if (wlk_inspect_open_segment(path, 0, &in))
 		return 0;
-	if (!wlk_inspect_snapshot(in, &s)) {
-		count_snapshot(s, &c);
-		dump_text(sink, s);
-		json_init(&j, sink);
-		json_object(&j, NULL);
-		dump_json(&j, s);
-		json_end(&j);
-		wlk_inspect_snapshot_free(s);
-	}
-	(void)wlk_inspect_check(in, on_violation, sink);
-	wlk_inspect_close(in);
+	fuzz_render(in, sink);
 	return 0;
 }

@@ -70,7 +70,7 @@
 #include <unistd.h>
 
 #include "testing.h"
-#include "../../tools/shm-inspect.h"
+#include "fuzz_render.h"
 
 #ifndef __AFL_INIT
 #define __AFL_INIT() do { } while (0)
@@ -390,37 +390,12 @@ static size_t patch(const uint8_t *data, size_t size)
 	return n;
 }
 
-static void on_violation(const char *what, void *arg)
-{
-	fputs(what, arg);
-}
-
-/* Everything shm-inspect would show of the segment. */
-static void render(struct wlk_inspect *in)
-{
-	struct wlk_inspect_snapshot *s = NULL;
-	struct counts c;
-	struct json j;
-
-	if (!wlk_inspect_snapshot(in, &s)) {
-		count_snapshot(s, &c);
-		dump_text(sink, s);
-		json_init(&j, sink);
-		json_object(&j, NULL);
-		dump_json(&j, s);
-		json_end(&j);
-		wlk_inspect_snapshot_free(s);
-	}
-	(void)wlk_inspect_check(in, on_violation, sink);
-	wlk_inspect_close(in);
-}
-
 static void inspect_path(unsigned int flags)
 {
 	struct wlk_inspect *in = NULL;
 
 	if (!wlk_inspect_open_segment(seed->path, flags, &in))
-		render(in);
+		fuzz_render(in, sink);
 }
 
 static void inspect_bucket(void)
@@ -428,7 +403,7 @@ static void inspect_bucket(void)
 	struct wlk_inspect *in = NULL;
 
 	if (!wlk_inspect_open(origin, &mo, WLK_INSPECT_LOCKED, &in))
-		render(in);
+		fuzz_render(in, sink);
 }
 
 /* Read every entry of a query, so that a bad one is noticed. */
@@ -530,7 +505,7 @@ static void run_one(const uint8_t *data, size_t size)
 	fprintf(sink, "open: %d\n", rc);
 	if (!rc) {
 		query(m);
-		(void)wlk_manager_validate(m, on_violation, sink);
+		(void)wlk_manager_validate(m, fuzz_on_violation, sink);
 		requests(m);
 		query(m);
 	}
