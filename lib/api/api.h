@@ -113,6 +113,18 @@ static inline void wlk__lane_put(struct wlk__lane *lane, uint32_t slot,
 	uatomic_set(&lane->state, ready ? WLK_LANE_READY : WLK_LANE_EMPTY);
 }
 
+/* wlk__lane_claim() - the fast claim @l holds or waits with. */
+static inline struct wlk__fast_claim wlk__lane_claim(const struct wlk_lock *l)
+{
+	return (struct wlk__fast_claim){
+		.ni = l->fast_name,
+		.ngen = l->fast_ngen,
+		.slot = l->slot,
+		.gen = l->gen,
+		.mode = l->mode,
+	};
+}
+
 /*
  * wlk__lane_release() - release a lock held through the fast word; its
  * slot goes back to its lane. Inline: the uncontended release.
@@ -121,13 +133,7 @@ static inline void wlk__lane_put(struct wlk__lane *lane, uint32_t slot,
  */
 static inline enum wlk__fast wlk__lane_release(struct wlk_lock *l)
 {
-	struct wlk__fast_claim c = {
-		.ni = l->fast_name,
-		.ngen = l->fast_ngen,
-		.slot = l->slot,
-		.gen = l->gen,
-		.mode = l->mode,
-	};
+	struct wlk__fast_claim c = wlk__lane_claim(l);
 	enum wlk__fast rc = wlk__fast_let_go(l->m->b, &c);
 
 	if (rc == WLK__FAST_SLOW)

@@ -64,33 +64,16 @@ static void memo_keep(struct wlk__bucket *b, const struct wlk_lock *l,
 	memcpy(memo.name, l->name, l->name_len);
 }
 
-/* The lane @l's slot came from. */
-static struct wlk__lane *lane_of(const struct wlk_lock *l)
-{
-	return &l->m->lanes[l->lane];
-}
-
-static struct wlk__fast_claim claim_of(const struct wlk_lock *l)
-{
-	return (struct wlk__fast_claim){
-		.ni = l->fast_name,
-		.ngen = l->fast_ngen,
-		.slot = l->slot,
-		.gen = l->gen,
-		.mode = l->mode,
-	};
-}
-
 /*
  * wlk__lane_unclaim() - @l's claimed slot goes back to its lane, RESERVED:
  * its fast wait was never adopted (under the mutex, wait.c).
  */
 void wlk__lane_unclaim(struct wlk_lock *l)
 {
-	struct wlk__fast_claim c = claim_of(l);
+	struct wlk__fast_claim c = wlk__lane_claim(l);
 
 	wlk__fast_unclaim_slot(l->m->b, &c);
-	wlk__lane_put(lane_of(l), l->slot, l->gen, true);
+	wlk__lane_put(&l->m->lanes[l->lane], l->slot, l->gen, true);
 }
 
 /* Find @l's name without the mutex: the memo, or a lookup. */
@@ -137,7 +120,7 @@ enum wlk__fast wlk__lane_acquire(struct wlk_manager *m, struct wlk_lock *l,
 	c.slot = lane->slot;
 	c.gen = lane->gen;
 	rc = wlk__fast_acquire(b, &c, may_wait, &l->token);
-	if (caa_unlikely(rc >= WLK__FAST_SLOW)) {
+	if (caa_unlikely(rc == WLK__FAST_SLOW || rc == WLK__FAST_LOST)) {
 		wlk__lane_put(lane, c.slot, c.gen, rc == WLK__FAST_SLOW);
 		/* A remembered entry that went (evicted, reused) is no sign
 		 * of contention: forget it, and look the name up next time. */
@@ -161,7 +144,7 @@ enum wlk__fast wlk__lane_acquire(struct wlk_manager *m, struct wlk_lock *l,
  */
 enum wlk__fast wlk__lane_await(struct wlk_lock *l)
 {
-	struct wlk__fast_claim c = claim_of(l);
+	struct wlk__fast_claim c = wlk__lane_claim(l);
 	enum wlk__fast rc = wlk__fast_await(l->m->b, &c, &l->token);
 
 	if (rc != WLK__FAST_SLOW)
@@ -195,7 +178,7 @@ void wlk__lane_fill(struct wlk_manager *m)
 		     ? WLK_NIL
 		     : wlk__req_alloc(b);
 	if (ri == WLK_NIL) {
-		uatomic_set(&lane->state, WLK_LANE_EMPTY);
+		wlk__lane_put(lane, lane->slot, lane->gen, false);
 		return;
 	}
 	wlk__req_init(b, ri, m->client, m->client_gen, WLK_EXCLUSIVE, 0);
