@@ -59,29 +59,38 @@ static void *trampoline(void *p)
  *
  * Return: 0, or a negative errno value (no thread).
  */
-int wlk__thread_spawn(void *(*fn)(void *), void *arg, size_t stack)
+/* Create the detached thread of @st, every signal blocked in it. */
+static int create(struct start *st, size_t stack)
 {
-	struct start st = {.fn = fn, .arg = arg};
 	pthread_attr_t attr;
 	sigset_t all, old;
 	pthread_t th;
-	int rc;
+	int rc = pthread_attr_init(&attr);
 
-	if (sem_init(&st.running, 0, 0))
-		return wlk__errno(errno);
-	rc = pthread_attr_init(&attr);
-	if (!rc)
-		rc = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (rc)
+		return rc;
+	rc = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (!rc && stack)
 		rc = pthread_attr_setstacksize(&attr, stack);
 	if (!rc) {
 		/* The thread inherits this mask. */
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
-		rc = pthread_create(&th, &attr, trampoline, &st);
+		rc = pthread_create(&th, &attr, trampoline, st);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	pthread_attr_destroy(&attr);
+	return rc;
+}
+
+int wlk__thread_spawn(void *(*fn)(void *), void *arg, size_t stack)
+{
+	struct start st = {.fn = fn, .arg = arg};
+	int rc;
+
+	if (sem_init(&st.running, 0, 0))
+		return wlk__errno(errno);
+	rc = create(&st, stack);
 	if (!rc)
 		while (sem_wait(&st.running) && errno == EINTR)
 			;
