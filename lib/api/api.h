@@ -252,7 +252,6 @@ wlk__manager_options_read(const struct wlk_manager_options **o,
 /* request.c */
 int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,
 		       const struct wlk_options *o) WLK_INTERNAL;
-int wlk__freeze_wait(struct wlk__bucket *b) WLK_INTERNAL;
 
 /* handle.c */
 struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,

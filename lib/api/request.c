@@ -36,23 +36,22 @@ static int validate(struct wlk_manager *m, const char *name, size_t *len,
 }
 
 /*
- * wlk__freeze_wait() - a fast operation returned WLK__FAST_FROZEN: wait
- * for the query copying the bucket to end (layout.h, QUERY). Out of
- * line: the fast path keeps its small frame. Return: 0, as the operation.
+ * A fast operation returned WLK__FAST_FROZEN: wait for the query copying
+ * the bucket to end (layout.h, QUERY); the operation stands. Out of line:
+ * the fast path keeps its small frame.
  */
-__attribute__((noinline, cold)) int wlk__freeze_wait(struct wlk__bucket *b)
+static __attribute__((noinline, cold)) void freeze_wait(struct wlk__bucket *b)
 {
 	struct wlk__wake wake;
 
 	/* On an error the operation still stands; the next call reports
 	 * what is wrong with the segment. */
 	if (wlk__lock(b, &wake))
-		return 0;
+		return;
 	/* Still set with the mutex ours: its query died copying. */
 	if (uatomic_read(&b->hdr->freeze))
 		uatomic_set(&b->hdr->freeze, 0);
 	wlk__unlock(b, &wake);
-	return 0;
 }
 
 /* A fast lock released after its manager closed: its slot goes. */
@@ -81,8 +80,8 @@ static int release_handle(struct wlk_lock *l)
 	int rc;
 
 	if (caa_unlikely(f == WLK__FAST_FROZEN))
-		f = wlk__freeze_wait(m->b);
-	if (f == WLK__FAST_OK) {
+		freeze_wait(m->b);
+	if (f == WLK__FAST_OK || f == WLK__FAST_FROZEN) {
 		if (uatomic_read(&m->closed)) {
 			discard(m->b, l->slot, l->gen);
 			wlk__lane_put(lane, l->slot, l->gen, false);
@@ -190,7 +189,7 @@ static int fast(struct wlk_manager *m, struct wlk_lock *l,
 		return 0;
 	*step = WLK__STEP_HELD;
 	if (f == WLK__FAST_FROZEN)
-		wlk__freeze_wait(m->b);
+		freeze_wait(m->b);
 	why = uatomic_read(&m->closed) ? WLK_ESTATE
 	      : o->signal		? uatomic_read(&o->signal->reason)
 					: 0;

@@ -91,7 +91,7 @@ bool wlk__name_peek(struct wlk__bucket *b, const char *name, uint32_t len,
 /* What a fast operation did; nothing here is an error. */
 enum wlk__fast {
 	WLK__FAST_OK = 0, /* done: held, handed over, released */
-	WLK__FAST_FROZEN, /* done while a query copies: wlk__freeze_wait() */
+	WLK__FAST_FROZEN, /* done while a query copies: wait for the copy */
 	WLK__FAST_WAITING, /* the name's fast waiter now: wlk__fast_await() */
 	WLK__FAST_SLOW,   /* not possible now: take the mutex */
 	WLK__FAST_LOST,   /* as SLOW, and the lane's slot went */
