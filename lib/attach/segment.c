@@ -153,10 +153,8 @@ static int attach_existing(struct wlk__bucket *b, const char *origin,
 	b->geo.size = (size_t)st.st_size; /* for munmap if validation fails */
 	rc = validate(b, origin, o, (size_t)st.st_size);
 	/* Its users must stop: they may trust a geometry no longer there. */
-	if (rc == SEG_BROKEN) {
-		uatomic_set(&b->hdr->seg_state, WLK_SEG_POISONED);
-		wlk__fast_off_all(b);
-	}
+	if (rc == SEG_BROKEN)
+		wlk__segment_poison(b);
 	return rc;
 }
 

@@ -19,9 +19,17 @@
 
 #include "repair.h"
 
-static void poison(struct wlk__bucket *b)
+/*
+ * wlk__segment_poison() - mark @b's segment poisoned: every later locker
+ * fails with WLK_ECORRUPT, openers move on to the next generation, and the
+ * fast path is switched off (wlk__fast_off_all()), so that its users do
+ * not go on granting beside that generation. The one way a segment is
+ * poisoned, whoever finds it beyond repair.
+ */
+void wlk__segment_poison(struct wlk__bucket *b)
 {
 	uatomic_set(&b->hdr->seg_state, WLK_SEG_POISONED);
+	wlk__fast_off_all(b);
 }
 
 /* Repair under the mutex; on failure poison. Returns 0 or WLK_ECORRUPT. */
@@ -29,7 +37,7 @@ static int repair(struct wlk__bucket *b, struct wlk__wake *wake)
 {
 	if (wlk__recover(b, wake) == 0)
 		return 0;
-	poison(b);
+	wlk__segment_poison(b);
 	return WLK_ECORRUPT;
 }
 
@@ -133,7 +141,7 @@ int wlk__lock_until(struct wlk__bucket *b, struct wlk__wake *wake,
 	wake->sweep = wake->bell_sweep = false;
 
 	if (!wlk__mutex_sane(mu)) {
-		poison(b);
+		wlk__segment_poison(b);
 		return WLK_ECORRUPT;
 	}
 	rc = lock_spin(mu, deadline, stop);
@@ -143,7 +151,7 @@ int wlk__lock_until(struct wlk__bucket *b, struct wlk__wake *wake,
 		 * poison first, so that lockers fail fast. */
 		rc = repair(b, wake);
 		if (pthread_mutex_consistent(mu)) {
-			poison(b);
+			wlk__segment_poison(b);
 			rc = WLK_ECORRUPT;
 		}
 		if (rc) {
@@ -152,7 +160,7 @@ int wlk__lock_until(struct wlk__bucket *b, struct wlk__wake *wake,
 		}
 	} else if (rc == ENOTRECOVERABLE) {
 		/* Somebody unlocked after EOWNERDEAD without repairing. */
-		poison(b);
+		wlk__segment_poison(b);
 		return WLK_ECORRUPT;
 	} else if (rc == ETIMEDOUT) {
 		return WLK_ETIMEDOUT;

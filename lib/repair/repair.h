@@ -20,6 +20,7 @@ static inline int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake)
 	return wlk__lock_until(b, wake, 0, NULL);
 }
 void wlk__unlock(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
+void wlk__segment_poison(struct wlk__bucket *b) WLK_INTERNAL;
 void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 	WLK_INTERNAL;
 

@@ -456,7 +456,7 @@ void wlk__fast_grant(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 }
 
 /*
- * wlk__fast_off_all() - a segment is being poisoned: its users' fast
+ * wlk__fast_off_all() - a segment is being poisoned (mutex.c): its users' fast
  * operations must take the mutex and fail there, not go on granting beside
  * the next generation. ON is cleared by CAS, as an inflation does; nothing
  * sets it again. Entries are bounded by the mapping only (the geometry may

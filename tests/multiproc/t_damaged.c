@@ -129,6 +129,7 @@ Test(damaged, segment_mutex_of_another_kind_poisons, T_FIX, .timeout = 20)
 {
 	struct wlk_snapshot *s = NULL;
 	struct wlk_manager *m;
+	struct wlk_lock *l = NULL;
 	struct t_pipe p[2];
 	pid_t pid = start_newcomer(p);
 	struct wlk_seg_header *h;
@@ -138,6 +139,9 @@ Test(damaged, segment_mutex_of_another_kind_poisons, T_FIX, .timeout = 20)
 
 	rc = wlk_manager_open(t_origin, NULL, &m);
 	cr_assert_eq(rc, 0, "open: %s", t_ename(rc));
+	/* "f" on the fast path, as it will be when the segment is poisoned. */
+	T_ASSERT_RC(wlk_acquire(m, "f", 1, NULL, &l), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
 	seg = t_segment_map(&size);
 	h = (struct wlk_seg_header *)seg;
 	set_kind(&h->sync.mutex, pp_kind());
@@ -145,6 +149,11 @@ Test(damaged, segment_mutex_of_another_kind_poisons, T_FIX, .timeout = 20)
 	rc = wlk_query(m, &s);
 	cr_assert_eq(rc, WLK_ECORRUPT, "query: %s", t_ename(rc));
 	cr_assert_eq(h->seg_state, WLK_SEG_POISONED);
+	/* Whoever poisons turns the fast path off: no grant beside the next
+	 * generation. */
+	rc = wlk_acquire(m, "f", 1, NULL, &l);
+	cr_assert_eq(rc, WLK_ECORRUPT, "fast acquire in a poisoned segment: %s",
+		     t_ename(rc));
 	/* This process keeps generation 0 attached: generation 1. */
 	newcomer_attaches(p);
 	newcomer_leaves(p, pid);
