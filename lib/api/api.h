@@ -11,9 +11,10 @@
 #include "attach.h"
 
 /*
- * A request slot a manager keeps in reserve for the fast path (lane.c,
- * which alone changes @state): EMPTY (no slot), READY (slot RESERVED, free
- * to take), BUSY (taken by one thread).
+ * A request slot a manager keeps in reserve for the fast path (lane.c):
+ * EMPTY (no slot), READY (slot RESERVED, free to take), BUSY (taken by one
+ * thread). @state changes only through lane.c's functions, and a BUSY lane
+ * only by the thread that made it BUSY.
  */
 enum { WLK_LANE_EMPTY = 0, WLK_LANE_READY = 1, WLK_LANE_BUSY = 2 };
 struct wlk__lane {
@@ -127,7 +128,8 @@ static inline struct wlk__fast_claim wlk__lane_claim(const struct wlk_lock *l)
 
 /*
  * wlk__lane_release() - release a lock held through the fast word; its
- * slot goes back to its lane. Inline: the uncontended release.
+ * slot is RESERVED again, and its lane still BUSY: the caller puts it
+ * back (wlk__lane_put()). Inline: the uncontended release.
  * Return: WLK__FAST_OK or _FROZEN: released; _SLOW: the name was inflated
  * meanwhile: release it under the mutex.
  */
@@ -136,10 +138,8 @@ static inline enum wlk__fast wlk__lane_release(struct wlk_lock *l)
 	struct wlk__fast_claim c = wlk__lane_claim(l);
 	enum wlk__fast rc = wlk__fast_let_go(l->m->b, &c);
 
-	if (rc == WLK__FAST_SLOW)
-		return rc;
-	wlk__lane_put(&l->m->lanes[l->lane], l->slot, l->gen, true);
-	l->fast = false;
+	if (rc != WLK__FAST_SLOW)
+		l->fast = false;
 	return rc;
 }
 
@@ -182,6 +182,8 @@ int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 		 bool closing) WLK_INTERNAL;
 int wlk__dropped(struct wlk_manager *m) WLK_INTERNAL;
+int wlk__after_wait(struct wlk_manager *m, uint32_t slot, uint32_t gen,
+		    bool gave_up, int why, bool closing) WLK_INTERNAL;
 
 /*
  * abi.c: the option structs as the caller's header laid them out (the size

@@ -82,10 +82,11 @@ static int release_handle(struct wlk_lock *l)
 	if (caa_unlikely(f == WLK__FAST_FROZEN))
 		freeze_wait(m->b);
 	if (f == WLK__FAST_OK || f == WLK__FAST_FROZEN) {
-		if (uatomic_read(&m->closed)) {
+		bool closed = uatomic_read(&m->closed);
+
+		if (closed)
 			discard(m->b, l->slot, l->gen);
-			wlk__lane_put(lane, l->slot, l->gen, false);
-		}
+		wlk__lane_put(lane, l->slot, l->gen, !closed);
 		return 0;
 	}
 	rc = wlk__release_slot(m->b, l->slot, l->gen, l->fast || l->laned);

@@ -187,47 +187,69 @@ int wlk__dropped(struct wlk_manager *m)
 }
 
 /*
- * Wait for the grant of @l's pending request (wait.c), giving up on the
- * options' timeout (@deadline) or signal. Return: 0 once held, else why
- * not (nothing is left queued or held).
+ * wlk__after_wait() - spec 4.4 step 14, for the blocking wait (below) and
+ * the event loop's (async_dispatch.c) alike: request (@slot, @gen) of @m
+ * is no longer waited for. @gave_up: it was still PENDING, and its waiter
+ * stops for @why (a signal's reason, WLK_ETIMEDOUT, WLK_EABORTED,
+ * WLK_ESTATE): it is withdrawn, unless granted meanwhile. Otherwise @why
+ * is what stops it now, if anything. A grant stands against a timeout
+ * that came with it or after it (granted in time, noticed late); against
+ * anything else it is released (step 14.1: an aborted signal still wins
+ * before the callback runs). @closing: the manager is closing (spec 2.6).
+ * Return: 0 with the lock held (granted, or stolen since: its release
+ * says so), or why not, with nothing left queued or held.
+ */
+int wlk__after_wait(struct wlk_manager *m, uint32_t slot, uint32_t gen,
+		    bool gave_up, int why, bool closing)
+{
+	struct wlk__bucket *b = m->b;
+	uint32_t w;
+
+	if (gave_up) {
+		int rc = wlk__give_up(b, slot, gen, closing);
+
+		if (rc <= 0)
+			return rc ? rc : why;
+		/* Granted while giving up. */
+	}
+	w = wlk__word_load(&wlk__req(b, slot)->word);
+	if (WLK_WORD_GEN(w) != gen || WLK_WORD_STATE(w) < WLK_SLOT_HELD)
+		return wlk__dropped(m);
+	if (why == WLK_ETIMEDOUT)
+		why = 0;
+	if (why)
+		wlk__release_slot(b, slot, gen, false);
+	return why;
+}
+
+/*
+ * Wait for the grant of @l's pending request, giving up on the options'
+ * timeout (@deadline) or signal. Return: 0 once held, else why not
+ * (nothing is left queued or held).
  */
 int wlk__wait_for(struct wlk_manager *m, struct wlk_lock *l,
 		  const struct wlk_options *o, uint64_t deadline,
 		  struct wlk__watch *watch)
 {
-	struct wlk__bucket *b = m->b;
-	uint32_t *word = &wlk__req(b, l->slot)->word;
-	int rc = 0, why = 0, cancel;
+	uint32_t *word = &wlk__req(m->b, l->slot)->word;
+	int why = 0, rc, cancel;
 
-	if (wlk__word_load(word) == WLK_WORD(l->gen, WLK_SLOT_PENDING)) {
-		/* A waiter cancelled (even asynchronously) would leave its
-		 * request queued for ever: no cancellation while waiting. */
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-		why = wlk__wait_grant(m, l->slot, l->gen, o->signal,
-				      deadline, watch);
-		if (why)
-			rc = wlk__give_up(b, l->slot, l->gen,
-					  uatomic_read(&m->closed));
-		pthread_setcancelstate(cancel, NULL);
-	}
-	if (why) {
-		if (rc == 0 || rc < 0)
-			return rc == 0 ? why : rc;
-		/* Granted while giving up: a timeout came too late. */
-		if (why != WLK_ETIMEDOUT)
-			goto release;
-	}
-	if (WLK_WORD_GEN(wlk__word_load(word)) != l->gen ||
-	    WLK_WORD_STATE(wlk__word_load(word)) < WLK_SLOT_HELD)
-		return wlk__dropped(m);
-	/* Spec 4.4 step 14.1: an aborted signal still wins before the
-	 * callback runs; the lock is released at once. */
-	why = o->signal ? uatomic_read(&o->signal->reason) : 0;
-	if (!why)
-		return 0;
-release:
-	wlk__release_slot(b, l->slot, l->gen, false);
-	return why;
+	/* A waiter cancelled (even asynchronously) would leave its request
+	 * queued for ever: no cancellation while waiting. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	if (wlk__word_load(word) == WLK_WORD(l->gen, WLK_SLOT_PENDING))
+		why = wlk__wait_grant(m, l->slot, l->gen, o->signal, deadline,
+				      watch);
+	if (why)
+		rc = wlk__after_wait(m, l->slot, l->gen, true, why,
+				     uatomic_read(&m->closed));
+	else
+		rc = wlk__after_wait(m, l->slot, l->gen, false,
+				     o->signal ? uatomic_read(&o->signal->reason)
+					       : 0,
+				     false);
+	pthread_setcancelstate(cancel, NULL);
+	return rc;
 }
 
 /*

@@ -204,43 +204,20 @@ static void settle_as(struct wlk_async *r, int status)
 static void settle(struct wlk_manager *m, struct wlk_async *r, uint64_t now)
 {
 	struct wlk__bucket *b = m->b;
-	uint32_t w, gen;
+	bool pending;
 	int why, rc;
 
 	if (r->settled)
 		return;
-	gen = r->l->gen;
-	w = wlk__word_load(&wlk__req(b, r->l->slot)->word);
+	pending = wlk__word_load(&wlk__req(b, r->l->slot)->word) ==
+		  WLK_WORD(r->l->gen, WLK_SLOT_PENDING);
 	why = why_stop(r, now);
-	if (w == WLK_WORD(gen, WLK_SLOT_PENDING)) {
-		if (!why)
-			return;
-		rc = wlk__give_up(b, r->l->slot, gen, false);
-		if (rc <= 0) {
-			settle_as(r, rc ? rc : why);
-			return;
-		}
-		/* Granted meanwhile: a timeout came too late. */
-		if (why == WLK_ETIMEDOUT)
-			why = 0;
-		w = WLK_WORD(gen, WLK_SLOT_HELD);
-	}
-	/* Held or stolen is a grant (a stolen one's release says so). */
-	if (WLK_WORD_GEN(w) != gen || WLK_WORD_STATE(w) < WLK_SLOT_HELD) {
-		settle_as(r, wlk__dropped(m));
+	if (pending && !why)
 		return;
-	}
-	/* Granted in time, noticed late: the deadline does not apply. */
-	if (why == WLK_ETIMEDOUT)
-		why = 0;
-	/* Spec 4.4 step 14.1: aborted before the callback runs. */
-	if (why) {
-		wlk__release_slot(b, r->l->slot, gen, false);
-		settle_as(r, why);
-		return;
-	}
-	r->l->token = wlk__req(b, r->l->slot)->token;
-	settle_as(r, 0);
+	rc = wlk__after_wait(m, r->l->slot, r->l->gen, pending, why, false);
+	if (!rc)
+		r->l->token = wlk__req(b, r->l->slot)->token;
+	settle_as(r, rc);
 }
 
 /* Under amu: move what completed onto @done and @stolen. */
