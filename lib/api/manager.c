@@ -76,6 +76,9 @@ static int manager_open(const char *origin,
 		free(m);
 		return rc;
 	}
+	/* The CPU count, read once per process (sysconf reads /sys): here,
+	 * not on its first use under the segment mutex (wlk__watch_init()). */
+	(void)wlk__spin_ok();
 	rc = wlk__lock(m->b, &wake);
 	if (!rc) {
 		rc = wlk__client_alloc(m->b, m->client_id,
