@@ -55,9 +55,9 @@ static bool waitable(uint64_t f, uint64_t on, enum wlk_mode mode)
  * that a request in @mode may wait there.
  */
 static bool worth(struct wlk__bucket *b, uint32_t ni, uint32_t ngen,
-		  enum wlk_mode mode, bool may_wait)
+		  enum wlk_mode mode, bool may_wait, uint64_t *seen)
 {
-	uint64_t f = fast_load(&wlk__name(b, ni)->fast);
+	uint64_t f = *seen = fast_load(&wlk__name(b, ni)->fast);
 
 	return f == on_free(ngen) ||
 	       (may_wait && waitable(f, on_free(ngen), mode));
@@ -131,15 +131,15 @@ static bool enlist(struct wlk_seg_name *n, uint64_t f, uint64_t claim)
 /*
  * Take @c's name by its fast word, or, if @may_wait, enlist as its fast
  * waiter; @c's slot is claimed. The CASes publish the slot's fields to
- * whoever inflates. Return: as wlk__fast_acquire().
+ * whoever inflates. @f: the fast word as last seen. Return: as
+ * wlk__fast_acquire().
  */
 static enum wlk__fast take(struct wlk__bucket *b,
-			   const struct wlk__fast_claim *c, bool may_wait,
-			   uint64_t *token)
+			   const struct wlk__fast_claim *c, uint64_t f,
+			   bool may_wait, uint64_t *token)
 {
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
 	uint64_t on = on_free(c->ngen), me = who(c->slot, c->gen, c->mode);
-	uint64_t f = fast_load(&n->fast);
 
 	/* The word may change between our look and our CAS (the holder let
 	 * go just then, a holder came): look again, a few times. */
@@ -183,11 +183,13 @@ enum wlk__fast wlk__fast_acquire(struct wlk__bucket *b,
 				 struct wlk__fast_claim *c, bool may_wait,
 				 uint64_t *token)
 {
-	if (!worth(b, c->ni, c->ngen, c->mode, may_wait))
+	uint64_t f;
+
+	if (!worth(b, c->ni, c->ngen, c->mode, may_wait, &f))
 		return WLK__FAST_SLOW;
 	if (!claim_slot(b, c))
 		return WLK__FAST_LOST;
-	return take(b, c, may_wait, token);
+	return take(b, c, f, may_wait, token);
 }
 
 /*
