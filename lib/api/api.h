@@ -62,21 +62,30 @@ struct wlk_manager {
 /* struct wlk_lock: a granted request, owned by the caller. */
 struct wlk_lock {
 	struct wlk_manager *m;
-	uint32_t slot;
-	uint32_t gen;
-	enum wlk_mode mode;
+	/*
+	 * Its request slot, gen and mode, and, taken by the fast path, the
+	 * name entry whose fast word holds it: one struct wlk__fast_claim,
+	 * which the fast path hands to fastword.c as it is, without a copy.
+	 */
+	union {
+		struct wlk__fast_claim claim;
+		struct {
+			uint32_t fast_name;
+			uint32_t fast_ngen;
+			uint32_t slot;
+			uint32_t gen;
+			enum wlk_mode mode;
+		};
+	};
 	uint64_t token;
 	/* The name's hash in its segment, once the fast path computed it. */
 	bool hashed;
 	uint64_t hash;
 	/* Its slot is a lane's (m->lanes[lane]): taken by the fast path
-	 * (@fast, with the name entry whose fast word holds it), or the
-	 * mutex path used the lane's slot (@laned). */
+	 * (@fast), or the mutex path used the lane's slot (@laned). */
 	bool laned;
 	bool fast;
 	uint8_t lane;
-	uint32_t fast_name;
-	uint32_t fast_ngen;
 	/* wlk_lock_on_stolen(), under m->amu */
 	struct cds_list_head watch;
 	bool watched;
@@ -85,6 +94,17 @@ struct wlk_lock {
 	size_t name_len;
 	char name[]; /* name_len bytes + NUL */
 };
+
+#define WLK__CLAIM_IS(field, as)                                              \
+	_Static_assert(offsetof(struct wlk_lock, field) ==                    \
+			       offsetof(struct wlk_lock, claim.as),           \
+		       "struct wlk_lock: " #field " is claim." #as)
+WLK__CLAIM_IS(fast_name, ni);
+WLK__CLAIM_IS(fast_ngen, ngen);
+WLK__CLAIM_IS(slot, slot);
+WLK__CLAIM_IS(gen, gen);
+WLK__CLAIM_IS(mode, mode);
+#undef WLK__CLAIM_IS
 
 /*
  * wlk__lane_take() - take a READY lane of @m (BUSY then), or NULL. Inline,
@@ -114,18 +134,6 @@ static inline void wlk__lane_put(struct wlk__lane *lane, uint32_t slot,
 	uatomic_set(&lane->state, ready ? WLK_LANE_READY : WLK_LANE_EMPTY);
 }
 
-/* wlk__lane_claim() - the fast claim @l holds or waits with. */
-static inline struct wlk__fast_claim wlk__lane_claim(const struct wlk_lock *l)
-{
-	return (struct wlk__fast_claim){
-		.ni = l->fast_name,
-		.ngen = l->fast_ngen,
-		.slot = l->slot,
-		.gen = l->gen,
-		.mode = l->mode,
-	};
-}
-
 /*
  * wlk__lane_release() - release a lock held through the fast word; its
  * slot is RESERVED again, and its lane still BUSY: the caller puts it
@@ -135,8 +143,7 @@ static inline struct wlk__fast_claim wlk__lane_claim(const struct wlk_lock *l)
  */
 static inline enum wlk__fast wlk__lane_release(struct wlk_lock *l)
 {
-	struct wlk__fast_claim c = wlk__lane_claim(l);
-	enum wlk__fast rc = wlk__fast_let_go(l->m->b, &c);
+	enum wlk__fast rc = wlk__fast_let_go(l->m->b, &l->claim);
 
 	if (rc != WLK__FAST_SLOW)
 		l->fast = false;

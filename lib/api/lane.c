@@ -70,9 +70,7 @@ static void memo_keep(struct wlk__bucket *b, const struct wlk_lock *l,
  */
 void wlk__lane_unclaim(struct wlk_lock *l)
 {
-	struct wlk__fast_claim c = wlk__lane_claim(l);
-
-	wlk__fast_unclaim_slot(l->m->b, &c);
+	wlk__fast_unclaim_slot(l->m->b, &l->claim);
 	wlk__lane_put(&l->m->lanes[l->lane], l->slot, l->gen, true);
 }
 
@@ -107,32 +105,28 @@ enum wlk__fast wlk__lane_acquire(struct wlk_manager *m, struct wlk_lock *l,
 				 bool may_wait)
 {
 	struct wlk__bucket *b = m->b;
-	struct wlk__fast_claim c = {.ni = WLK_NIL, .mode = l->mode};
 	struct wlk__lane *lane;
 	enum wlk__fast rc;
 	bool memo_hit;
 
-	if (!find(b, l, &c.ni, &c.ngen, &memo_hit))
+	if (!find(b, l, &l->fast_name, &l->fast_ngen, &memo_hit))
 		return WLK__FAST_SLOW;
 	lane = wlk__lane_take(m);
 	if (!lane)
 		return WLK__FAST_SLOW;
-	c.slot = lane->slot;
-	c.gen = lane->gen;
-	rc = wlk__fast_acquire(b, &c, may_wait, &l->token);
+	l->slot = lane->slot;
+	l->gen = lane->gen;
+	rc = wlk__fast_acquire(b, &l->claim, may_wait, &l->token);
 	if (caa_unlikely(rc == WLK__FAST_SLOW || rc == WLK__FAST_LOST)) {
-		wlk__lane_put(lane, c.slot, c.gen, rc == WLK__FAST_SLOW);
+		wlk__lane_put(lane, l->slot, l->gen, rc == WLK__FAST_SLOW);
 		/* A remembered entry that went (evicted, reused) is no sign
 		 * of contention: forget it, and look the name up next time. */
-		if (memo_hit && wlk__word_load(&wlk__name(b, c.ni)->word) !=
-					WLK_WORD(c.ngen, WLK_SLOT_USED))
+		if (memo_hit &&
+		    wlk__word_load(&wlk__name(b, l->fast_name)->word) !=
+			    WLK_WORD(l->fast_ngen, WLK_SLOT_USED))
 			memo.len = 0;
 		return WLK__FAST_SLOW;
 	}
-	l->slot = c.slot;
-	l->gen = c.gen;
-	l->fast_name = c.ni;
-	l->fast_ngen = c.ngen;
 	l->lane = (uint8_t)(lane - m->lanes);
 	l->fast = rc != WLK__FAST_WAITING;
 	return rc;
@@ -144,8 +138,7 @@ enum wlk__fast wlk__lane_acquire(struct wlk_manager *m, struct wlk_lock *l,
  */
 enum wlk__fast wlk__lane_await(struct wlk_lock *l)
 {
-	struct wlk__fast_claim c = wlk__lane_claim(l);
-	enum wlk__fast rc = wlk__fast_await(l->m->b, &c, &l->token);
+	enum wlk__fast rc = wlk__fast_await(l->m->b, &l->claim, &l->token);
 
 	if (rc != WLK__FAST_SLOW)
 		l->fast = true;
