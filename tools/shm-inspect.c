@@ -50,7 +50,7 @@ static const char help_text[] =
 	"\n"
 	"TARGET is --origin ORIGIN (its bucket \"default\" and partition\n"
 	"\"\" unless given), --segment SEGMENT (a file in /dev/shm:\n"
-	"wlk5-1000-<hash>, /wlk5-..., or /dev/shm/wlk5-...), or one of\n"
+	"wlk6-1000-<hash>, /wlk6-..., or /dev/shm/wlk6-...), or one of\n"
 	"them alone: a SEGMENT if it has no ':' and starts with '/' or with\n"
 	"'wlk', digits and '-'; else an ORIGIN. An origin that looks like a\n"
 	"segment (\"/srv/app\") needs --origin.\n"

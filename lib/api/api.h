@@ -270,6 +270,5 @@ void wlk__lock_free(struct wlk_lock *l) WLK_INTERNAL;
 /* manager.c */
 bool wlk__manager_enter(struct wlk_manager *m) WLK_INTERNAL;
 void wlk__manager_leave(struct wlk_manager *m) WLK_INTERNAL;
-void wlk__manager_ref(struct wlk_manager *m) WLK_INTERNAL;
 
 #endif /* WLK_API_H */

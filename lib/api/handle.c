@@ -50,9 +50,12 @@ static void spare_key_init(void)
 	spare_key_ok = pthread_key_create(&spare_key, spare_exit) == 0;
 }
 
-/* Free a handle from wlk__lock_new(), or keep it as the thread's spare. */
+/* Free a handle from wlk__lock_new(), or keep it as the thread's spare;
+ * like free(), nothing for NULL. */
 void wlk__lock_free(struct wlk_lock *l)
 {
+	if (!l)
+		return;
 	if (!KEEP_SPARE || l->name_len > WLK_SHORT_NAME || spare) {
 		free(l);
 		return;

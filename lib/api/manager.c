@@ -198,9 +198,3 @@ WLK_EXPORT int wlk_bucket_remove(const char *origin,
 	pthread_setcancelstate(cancel, NULL);
 	return rc;
 }
-
-/* A lock handle keeps its manager's memory alive. */
-void wlk__manager_ref(struct wlk_manager *m)
-{
-	uatomic_inc(&m->refs);
-}

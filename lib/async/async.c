@@ -90,7 +90,7 @@ static int enqueue(struct wlk_manager *m, struct wlk_async *r,
 	}
 	if (rc == 1) { /* settled at once: if_available miss, or given up */
 		r->settled = true;
-		free(r->l);
+		wlk__lock_free(r->l);
 		r->l = NULL;
 		rc = 0;
 	}
@@ -149,7 +149,7 @@ WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
 	}
 	pthread_mutex_unlock(&m->amu);
 	if (rc) {
-		free(r->l);
+		wlk__lock_free(r->l);
 		free(r);
 		wlk__manager_leave(m);
 		return rc;

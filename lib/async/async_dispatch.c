@@ -6,8 +6,9 @@
  *
  * Dispatch never trusts the reason it was woken: it drains the descriptor,
  * then settles each outstanding request from its state in the segment, its
- * signal, its deadline and its cancel flag, exactly as a blocking waiter
- * does after a wake-up (request.c). Callbacks run last, with no lock held.
+ * signal, its deadline and its cancel flag, by the decision a blocking
+ * waiter makes after a wake-up (wlk__after_wait(), wait.c). Callbacks run
+ * last, with no lock held.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -193,7 +194,7 @@ static int why_stop(const struct wlk_async *r, uint64_t now)
 static void settle_as(struct wlk_async *r, int status)
 {
 	if (status) {
-		free(r->l);
+		wlk__lock_free(r->l);
 		r->l = NULL;
 	}
 	r->status = status;

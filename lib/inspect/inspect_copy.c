@@ -146,7 +146,7 @@ static int copy_fast(struct wlk__bucket *b, struct snap *s, uint32_t ni,
 	uint32_t h, w = WLK_NIL;
 	int rc;
 
-	(void)wlk__fast_words(n, 1, &f, &c); /* a private copy: it holds */
+	(void)wlk__fast_words(n, &f, &c); /* a private copy: it holds */
 	h = fast_slot(b, f);
 	if (h == WLK_NIL)
 		return 0;

@@ -150,7 +150,7 @@ static int copy_state(struct wlk__bucket *b, struct qbuf *q)
 				return rc;
 		}
 		/* Idle names have nothing to show. */
-		if (n->h_head == WLK_NIL && n->q_head == WLK_NIL)
+		if (wlk__name_idle(n))
 			continue;
 		if (len > b->geo.max_name_len)
 			return wlk__corrupt(b);

@@ -250,10 +250,10 @@ static void check_fast(struct vctx *v, uint32_t ni, bool idle)
 		uint64_t f, c, f2, c2;
 		const char *why;
 
-		if (!wlk__fast_words(n, 1, &f, &c))
+		if (!wlk__fast_words(n, &f, &c))
 			continue;
 		why = fast_verdict(v, ni, idle, f, c);
-		if (!wlk__fast_words(n, 1, &f2, &c2) || f2 != f || c2 != c)
+		if (!wlk__fast_words(n, &f2, &c2) || f2 != f || c2 != c)
 			continue; /* it moved: look again */
 		if (why)
 			bad(v, "name %u: %s (fast word %#llx, waiter %#llx)",

@@ -50,11 +50,11 @@ static void reap(struct wlk__bucket *b, uint32_t ai, struct wlk__wake *wake)
 }
 
 /*
- * wlk__agent_probe() - reap agent @ai if it is dead.
+ * agent_probe() - reap agent @ai if it is dead.
  * Return: true if it was dead (and is reaped, or left for later when the
  * wake list has no room for its lifeline).
  */
-bool wlk__agent_probe(struct wlk__bucket *b, uint32_t ai,
+static bool agent_probe(struct wlk__bucket *b, uint32_t ai,
 		      struct wlk__wake *wake)
 {
 	struct wlk_seg_agent *a;
@@ -90,7 +90,7 @@ bool wlk__agent_probe(struct wlk__bucket *b, uint32_t ai,
 bool wlk__reap_all(struct wlk__bucket *b, struct wlk__wake *wake)
 {
 	for (uint32_t ai = 0; ai < b->geo.max_agents; ai++)
-		wlk__agent_probe(b, ai, wake);
+		agent_probe(b, ai, wake);
 	return wake->n_reaped == WLK_REAP_BATCH;
 }
 
@@ -179,7 +179,7 @@ bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
 		for (int tries = 0; tries < WATCH_TRIES && !armed; tries++) {
 			uint32_t old, want;
 
-			if (wlk__agent_probe(b, set[i], wake))
+			if (agent_probe(b, set[i], wake))
 				break; /* dead and reaped: no longer blocks */
 			old = uatomic_read(w);
 			if (!(old & FUTEX_TID_MASK))
@@ -212,7 +212,7 @@ static bool reap_name(struct wlk__bucket *b, uint32_t ni,
 
 	blockers(b, ni, WLK_NIL, set, &k, WLK_WATCH_MAX);
 	for (unsigned int i = 0; i < k; i++)
-		wlk__agent_probe(b, set[i], wake);
+		agent_probe(b, set[i], wake);
 	return wake->n_reaped != before;
 }
 
@@ -257,7 +257,7 @@ bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
 
 	*n = 0;
 	for (unsigned int i = 0; i < k; i++)
-		if (!wlk__agent_probe(b, set[i], wake))
+		if (!agent_probe(b, set[i], wake))
 			agents[(*n)++] = set[i];
 	return all;
 }

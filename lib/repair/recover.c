@@ -257,7 +257,7 @@ static void rebuild_name_lists(struct wlk__bucket *b)
 		struct wlk_seg_name *n = wlk__name(b, i);
 
 		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED &&
-		    n->h_head == WLK_NIL && n->q_head == WLK_NIL) {
+		    wlk__name_idle(n)) {
 			wlk__idle_append(b, i);
 			wlk__fast_deflate(b, i);
 		}
@@ -265,11 +265,11 @@ static void rebuild_name_lists(struct wlk__bucket *b)
 }
 
 /*
- * wlk__rebuild() - re-derive every derived field from the slot words.
+ * rebuild() - re-derive every derived field from the slot words.
  * Return: 0, or WLK_ECORRUPT if the header itself no longer matches the
  * geometry this process validated.
  */
-int wlk__rebuild(struct wlk__bucket *b)
+static int rebuild(struct wlk__bucket *b)
 {
 	struct wlk_seg_header *h = b->hdr;
 
@@ -296,7 +296,7 @@ int wlk__rebuild(struct wlk__bucket *b)
  */
 int wlk__segment_format(struct wlk__bucket *b)
 {
-	int rc = wlk__rebuild(b);
+	int rc = rebuild(b);
 
 	b->hdr->intent_op = WLK_INTENT_NONE;
 	return rc;
@@ -332,7 +332,7 @@ int wlk__recover(struct wlk__bucket *b, struct wlk__wake *wake)
 	struct wlk_seg_header *h = b->hdr;
 	int rc;
 
-	rc = wlk__rebuild(b);
+	rc = rebuild(b);
 	if (rc)
 		return rc;
 	/* Cleared here, not at the end: damage the steps below meet (a

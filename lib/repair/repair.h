@@ -31,8 +31,6 @@ bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
 
 /* reap.c */
 uint32_t *wlk__lifeline_word(struct wlk__bucket *b, uint32_t ai) WLK_INTERNAL;
-bool wlk__agent_probe(struct wlk__bucket *b, uint32_t ai,
-		      struct wlk__wake *wake) WLK_INTERNAL;
 bool wlk__reap_all(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__request_reaping(struct wlk__bucket *b, const struct wlk__enqueue *e,
 			 struct wlk__wake *wake, uint32_t *slot,
@@ -42,7 +40,6 @@ bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
 		    unsigned int *n) WLK_INTERNAL;
 
 /* recover.c */
-int wlk__rebuild(struct wlk__bucket *b) WLK_INTERNAL;
 int wlk__recover(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__segment_format(struct wlk__bucket *b) WLK_INTERNAL;
 

@@ -17,16 +17,12 @@ static bool available(const struct wlk_seg_name *n, enum wlk_mode mode)
 	return n->q_head == WLK_NIL && wlk__head_grantable(n, (uint8_t)mode);
 }
 
-/*
- * The name entry a request goes to: *@ni is WLK_NIL if it does not exist
- * yet. Return: 0, 1 for an if_available miss, or an error.
- */
-/* The name entry, inflated (FAST PATH: its mutex-side state is all of
- * it then), or *@ni = WLK_NIL if there is none. */
+/* The name entry a request goes to, inflated (FAST PATH: its mutex-side
+ * state is all of it then), or *@ni = WLK_NIL if there is none yet. */
 static int lookup(struct wlk__bucket *b, const struct wlk__enqueue *e,
-		  uint64_t hash, uint32_t *ni)
+		  uint32_t *ni)
 {
-	int rc = wlk__name_find(b, e->name, e->name_len, hash, ni);
+	int rc = wlk__name_find(b, e->name, e->name_len, e->hash, ni);
 
 	if (rc == -ENOENT) {
 		*ni = WLK_NIL;
@@ -35,10 +31,12 @@ static int lookup(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	return rc ? rc : wlk__name_inflate(b, *ni);
 }
 
+/* lookup(), and an if_available request's verdict. Return: 0,
+ * WLK__UNAVAILABLE or WLK__UNPROBED (enum wlk__requested), or an error. */
 static int find_name(struct wlk__bucket *b, const struct wlk__enqueue *e,
-		     uint64_t hash, uint32_t *ni)
+		     uint32_t *ni)
 {
-	int rc = lookup(b, e, hash, ni);
+	int rc = lookup(b, e, ni);
 
 	if (rc || *ni == WLK_NIL || !e->if_available ||
 	    available(wlk__name(b, *ni), e->mode))
@@ -89,14 +87,13 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		      struct wlk__wake *wake, uint32_t *slot, uint32_t *gen)
 {
 	struct wlk_seg_header *h = b->hdr;
-	uint64_t hash = e->hash;
 	uint32_t ni = WLK_NIL, ri;
 	bool own;
 	int rc;
 
 	if (!wlk__client_live(b, e->client, e->client_gen))
 		return WLK_ESTATE;
-	rc = find_name(b, e, hash, &ni);
+	rc = find_name(b, e, &ni);
 	if (rc == WLK__UNPROBED)
 		return rc; /* still inflated, for the probe */
 	if (rc)
@@ -123,7 +120,7 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	} else {
 		rc = h->free_names == WLK_NIL ? wlk__idle_inflate(b) : 0;
 		if (!rc)
-			rc = wlk__name_new(b, e->name, e->name_len, hash,
+			rc = wlk__name_new(b, e->name, e->name_len, e->hash,
 					   &ni);
 		if (rc)
 			return rc;

@@ -319,7 +319,7 @@ int wlk__process_queue(struct wlk__bucket *b, uint32_t ni,
 		if (!wlk__head_grantable(n, wlk__req(b, ri)->mode))
 			return 0;
 		rc = list_remove(b, queue_of(n), ri);
-		if (!rc && n->q_head == WLK_NIL && n->h_head == WLK_NIL &&
+		if (!rc && wlk__name_idle(n) &&
 		    (wlk__req(b, ri)->flags & WLK_REQF_LANE))
 			return grant_fast(b, ni, ri, wake);
 		if (!rc)

@@ -495,21 +495,14 @@ bool wlk__fast_held(const struct wlk_seg_name *n)
 }
 
 /*
- * wlk__fast_words() - @n's fast word and waiter word as one consistent
- * pair (read again until neither moved, at most @tries times), for those
- * who only look: query, the inspector, the validator. Return: whether the
- * pair is consistent.
+ * wlk__fast_words() - @n's fast word and waiter word, for those who only
+ * look: query, the inspector, the validator. Return: whether they are one
+ * consistent pair (neither moved while both were read).
  */
-bool wlk__fast_words(const struct wlk_seg_name *n, int tries, uint64_t *f,
-		     uint64_t *c)
+bool wlk__fast_words(const struct wlk_seg_name *n, uint64_t *f, uint64_t *c)
 {
-	for (int i = 0; i < tries; i++) {
-		*f = uatomic_read(&n->fast);
-		*c = uatomic_read(&n->waiter);
-		cmm_smp_rmb();
-		if (uatomic_read(&n->fast) == *f &&
-		    uatomic_read(&n->waiter) == *c)
-			return true;
-	}
-	return false;
+	*f = uatomic_read(&n->fast);
+	*c = uatomic_read(&n->waiter);
+	cmm_smp_rmb();
+	return uatomic_read(&n->fast) == *f && uatomic_read(&n->waiter) == *c;
 }

@@ -131,7 +131,7 @@ void wlk__fast_unclaim(struct wlk__bucket *b, uint32_t ri) WLK_INTERNAL;
 void wlk__fast_off_all(struct wlk__bucket *b) WLK_INTERNAL;
 /* For those who only look. */
 bool wlk__fast_held(const struct wlk_seg_name *n) WLK_INTERNAL;
-bool wlk__fast_words(const struct wlk_seg_name *n, int tries, uint64_t *f,
+bool wlk__fast_words(const struct wlk_seg_name *n, uint64_t *f,
 		     uint64_t *c) WLK_INTERNAL;
 
 #endif /* WLK_STATE_H */

@@ -437,8 +437,7 @@ void wlk__agent_free(struct wlk__bucket *b, uint32_t ai, uint32_t gen)
 bool wlk__name_peek(struct wlk__bucket *b, const char *name, uint32_t len,
 		    uint64_t hash, uint32_t *ni, uint32_t *ngen)
 {
-	uint32_t i = uatomic_read(
-		&wlk__hash_heads(b)[hash & (b->geo.hash_buckets - 1)]);
+	uint32_t i = uatomic_read(chain_head(b, hash));
 
 	for (uint32_t steps = 0; i != WLK_NIL; steps++) {
 		struct wlk_seg_name *n;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * t_doorbell.c - how a grant reaches an event loop (lib/doorbell.c): by a
+ * t_doorbell.c - how a grant reaches an event loop (lib/sys/doorbell.c): by a
  * write to its doorbell eventfd, which the granter takes from the owner's
  * process with pidfd_getfd(2), or, when that eventfd cannot be had, by a
  * datagram to its socket, which the process's watcher thread turns into a
