@@ -17,7 +17,6 @@
  * which the kernel wakes at either.
  */
 #include <errno.h>
-#include <linux/futex.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -88,27 +87,18 @@ static bool blockers_of(struct wlk_manager *m, struct wlk__actx *a,
 }
 
 /*
- * Set FUTEX_WAITERS in agent @ai's lifeline word, so that the kernel wakes
- * a watcher when its owner dies or execs (reap.c, wlk__watch_set(), does
- * the same under the mutex). Return: false if no live owner holds it;
- * else true with the armed value in *@val.
+ * Set FUTEX_WAITERS in agent @ai's lifeline word (wlk__lifeline_arm()), so
+ * that the kernel wakes a watcher when its owner dies or execs. Return:
+ * false if no live owner holds it; else true with the armed value in *@val.
  */
 static bool arm(struct wlk__bucket *b, uint32_t ai, uint32_t *val)
 {
 	uint32_t *w = wlk__lifeline_word(b, ai);
+	enum wlk__arm rc = WLK__MOVED;
 
-	for (int tries = 0; tries < ARM_TRIES; tries++) {
-		uint32_t old = uatomic_read(w);
-
-		if (!(old & FUTEX_TID_MASK) || (old & FUTEX_OWNER_DIED))
-			return false;
-		if ((old & FUTEX_WAITERS) ||
-		    uatomic_cmpxchg(w, old, old | FUTEX_WAITERS) == old) {
-			*val = old | FUTEX_WAITERS;
-			return true;
-		}
-	}
-	return false;
+	for (int tries = 0; tries < WLK_ARM_TRIES && rc == WLK__MOVED; tries++)
+		rc = wlk__lifeline_arm(w, val);
+	return rc == WLK__ARMED;
 }
 
 /*

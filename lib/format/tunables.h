@@ -25,11 +25,10 @@
 /* Looks at a changing fast word before an acquire takes the mutex
  * instead: a word that keeps moving is contended, and the mutex queues. */
 #define WLK_FAST_TRIES 4
-/* Attempts to arm one lifeline while its word keeps changing (reap.c);
- * past them the lifeline's owner is racing us and a re-check follows. */
-#define WATCH_TRIES 3
-/* The same for the async path's lifeline watch (async_pid.c). */
-#define ARM_TRIES 3
+/* Attempts to arm one lifeline while its word keeps changing (reap.c,
+ * async_pid.c); past them the lifeline's owner is racing us and a
+ * re-check follows. */
+#define WLK_ARM_TRIES 3
 /* Attach retries when the segment name is unlinked or replaced under us:
  * bounds a livelock against repeated removal (-EAGAIN after). */
 #define ATTACH_RETRIES 16

@@ -24,7 +24,6 @@
  * dead owner's word.
  */
 #include <errno.h>
-#include <linux/futex.h>
 
 #include "repair.h"
 
@@ -176,21 +175,20 @@ bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
 		uint32_t *w = wlk__lifeline_word(b, set[i]);
 		bool armed = false;
 
-		for (int tries = 0; tries < WATCH_TRIES && !armed; tries++) {
-			uint32_t old, want;
+		for (int tries = 0; tries < WLK_ARM_TRIES && !armed; tries++) {
+			uint32_t want;
+			enum wlk__arm rc;
 
 			if (agent_probe(b, set[i], wake))
 				break; /* dead and reaped: no longer blocks */
-			old = uatomic_read(w);
-			if (!(old & FUTEX_TID_MASK))
+			rc = wlk__lifeline_arm(w, &want);
+			if (rc == WLK__FREE)
 				break; /* it just detached: its requests went */
-			if (old & FUTEX_OWNER_DIED)
-				continue; /* died since the probe: again */
-			want = old | FUTEX_WAITERS;
-			if (old == want || uatomic_cmpxchg(w, old, want) == old) {
+			if (rc == WLK__ARMED) {
 				v[(*n)++] = (struct wlk__waitv){w, want};
 				armed = true;
 			}
+			/* DIED since the probe, or MOVED: again. */
 		}
 		if (!armed && WLK_WORD_STATE(wlk__agent(b, set[i])->word) ==
 				      WLK_SLOT_USED)

@@ -2,11 +2,12 @@
 /*
  * robust.c - the robust, process-shared mutexes a segment holds (its own
  * and each agent's lifeline): how they are made, and the check that one
- * read from a segment is of that kind before glibc is handed it. No
- * locking policy here: mutex.c locks the segment (and repairs it), reap.c
- * and table.c probe lifelines.
+ * read from a segment is of that kind before glibc is handed it, and the
+ * arming of a lifeline for a watcher. No locking policy here: mutex.c
+ * locks the segment (and repairs it), reap.c and table.c probe lifelines.
  */
 #include <errno.h>
+#include <linux/futex.h>
 
 #include "sys.h"
 
@@ -64,4 +65,25 @@ bool wlk__mutex_sane(const pthread_mutex_t *mu)
 int wlk__mutex_trylock(pthread_mutex_t *mu)
 {
 	return wlk__mutex_sane(mu) ? pthread_mutex_trylock(mu) : EINVAL;
+}
+
+/*
+ * wlk__lifeline_arm() - one attempt to set FUTEX_WAITERS in a lifeline's
+ * futex @word (its robust mutex's lock word), so that the kernel wakes a
+ * waiter of the word when its owner dies or execs. Return: WLK__ARMED
+ * with the armed value in *@armed, or why not (enum wlk__arm).
+ */
+enum wlk__arm wlk__lifeline_arm(uint32_t *word, uint32_t *armed)
+{
+	uint32_t old = uatomic_read(word);
+
+	if (!(old & FUTEX_TID_MASK))
+		return WLK__FREE;
+	if (old & FUTEX_OWNER_DIED)
+		return WLK__DIED;
+	if (!(old & FUTEX_WAITERS) &&
+	    uatomic_cmpxchg(word, old, old | FUTEX_WAITERS) != old)
+		return WLK__MOVED;
+	*armed = old | FUTEX_WAITERS;
+	return WLK__ARMED;
 }

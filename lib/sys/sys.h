@@ -69,6 +69,14 @@ uint64_t wlk__realtime_ns(void) WLK_INTERNAL;
 int wlk__mutex_init(pthread_mutex_t *mu) WLK_INTERNAL;
 bool wlk__mutex_sane(const pthread_mutex_t *mu) WLK_INTERNAL;
 int wlk__mutex_trylock(pthread_mutex_t *mu) WLK_INTERNAL;
+/* What wlk__lifeline_arm() found. */
+enum wlk__arm {
+	WLK__ARMED, /* FUTEX_WAITERS set: its owner's death wakes a waiter */
+	WLK__FREE,  /* nobody holds it (the agent detached) */
+	WLK__DIED,  /* its owner died (OWNER_DIED): probe, reap */
+	WLK__MOVED, /* the word changed under the CAS: look again */
+};
+enum wlk__arm wlk__lifeline_arm(uint32_t *word, uint32_t *armed) WLK_INTERNAL;
 
 /* token.c */
 uint64_t wlk__token_mark_fd(int fd) WLK_INTERNAL;
