@@ -137,25 +137,8 @@ static void queue_insert(struct wlk__bucket *b, struct wlk_seg_name *n,
 	n->n_pending++;
 }
 
-static void held_insert(struct wlk__bucket *b, struct wlk_seg_name *n,
-			uint32_t ri)
-{
-	struct wlk_seg_request *r = wlk__req(b, ri);
-
-	r->next = WLK_NIL;
-	r->prev = n->h_tail;
-	if (n->h_tail == WLK_NIL)
-		n->h_head = ri;
-	else
-		wlk__req(b, n->h_tail)->next = ri;
-	n->h_tail = ri;
-	if (r->mode == WLK_SHARED)
-		n->n_shared++;
-	else
-		n->n_excl++;
-}
-
-/* A fast holder or waiter @s of a live client becomes HELD or PENDING. */
+/* A fast holder or waiter @s of a live client becomes HELD or PENDING,
+ * as an inflation adopts it (queue.c); the lists are linked below. */
 static void rebuild_one(struct wlk__bucket *b, struct wlk_seg_name *n,
 			uint32_t s, uint32_t state)
 {
@@ -164,12 +147,8 @@ static void rebuild_one(struct wlk__bucket *b, struct wlk_seg_name *n,
 	if (s == WLK_NIL)
 		return;
 	r = wlk__req(b, s);
-	if (!wlk__client_live(b, r->client, r->client_gen))
-		return;
-	r->seq = ++n->seq;
-	if (state == WLK_SLOT_HELD)
-		wlk__token_give(n, r);
-	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word), state));
+	if (wlk__client_live(b, r->client, r->client_gen))
+		wlk__adopt_slot(n, r, state);
 }
 
 /*
@@ -222,7 +201,8 @@ static void rebuild_requests(struct wlk__bucket *b)
 		if (state == WLK_SLOT_PENDING)
 			queue_insert(b, wlk__name(b, name), i);
 		else if (state == WLK_SLOT_HELD)
-			held_insert(b, wlk__name(b, name), i);
+			/* The lists were emptied: appending cannot fail. */
+			(void)wlk__held_add(b, wlk__name(b, name), i);
 	}
 }
 

@@ -166,9 +166,9 @@ struct wlk_seg_name *wlk__name_of(struct wlk__bucket *b,
 	return wlk__name(b, i);
 }
 
-/* Append a request that is in no list to the held set, and count it. */
-static int held_add(struct wlk__bucket *b, struct wlk_seg_name *n,
-		    uint32_t ri)
+/* wlk__held_add() - append a request that is in no list to the held set
+ * of @n, and count it. */
+int wlk__held_add(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
 {
 	int rc = list_append(b, held_of(n), ri);
 
@@ -186,7 +186,7 @@ static int grant(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 		 struct wlk__wake *wake)
 {
 	struct wlk_seg_request *r = wlk__req(b, ri);
-	int rc = held_add(b, n, ri);
+	int rc = wlk__held_add(b, n, ri);
 
 	if (rc)
 		return rc;
@@ -231,26 +231,35 @@ static int grant_fast(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 }
 
 /*
- * wlk__adopt() - a lock held through the fast path (FAST, in no list)
- * becomes an ordinary held request: its grant stands, and so does its
- * token, which it is given here if it has none yet (state/fastword.c: the fast
- * path's thread may not have got that far, and a waiter handed the lock
- * may never look at the fast word again).
+ * wlk__adopt_slot() - the slot's side of adopting fast holder or fast
+ * waiter @r of @n as an ordinary request in @state (HELD or PENDING), for
+ * an inflation and a recovery alike; the caller links it. Its place in the
+ * name's order; a holder's grant stands, and so does its token, which it
+ * is given here if it has none yet (state/fastword.c: the fast path's
+ * thread may not have got that far, and a waiter handed the lock may never
+ * look at the fast word again); a waiter keeps LANE: it waits in a lane's
+ * slot, and may be granted through the fast word again.
  */
-int wlk__adopt(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
+void wlk__adopt_slot(struct wlk_seg_name *n, struct wlk_seg_request *r,
+		     uint32_t state)
 {
-	struct wlk_seg_request *r = wlk__req(b, ri);
-	int rc = held_add(b, n, ri);
-
-	if (rc)
-		return rc;
-	wlk__token_give(n, r);
+	if (state == WLK_SLOT_HELD)
+		wlk__token_give(n, r);
 	r->seq = ++n->seq;
 	r->sleeping = 0;
-	r->flags = 0;
-	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
-					   WLK_SLOT_HELD));
-	return 0;
+	r->flags = state == WLK_SLOT_HELD ? 0 : WLK_REQF_LANE;
+	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word), state));
+}
+
+/* wlk__adopt() - a lock held through the fast path (FAST, in no list)
+ * becomes an ordinary held request. */
+int wlk__adopt(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
+{
+	int rc = wlk__held_add(b, n, ri);
+
+	if (!rc)
+		wlk__adopt_slot(n, wlk__req(b, ri), WLK_SLOT_HELD);
+	return rc;
 }
 
 /*
@@ -261,17 +270,12 @@ int wlk__adopt(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
 int wlk__adopt_waiter(struct wlk__bucket *b, struct wlk_seg_name *n,
 		      uint32_t ri)
 {
-	struct wlk_seg_request *r = wlk__req(b, ri);
 	int rc = list_append(b, queue_of(n), ri);
 
 	if (rc)
 		return rc;
 	n->n_pending++;
-	r->seq = ++n->seq;
-	r->sleeping = 0;
-	r->flags = WLK_REQF_LANE;
-	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
-					   WLK_SLOT_PENDING));
+	wlk__adopt_slot(n, wlk__req(b, ri), WLK_SLOT_PENDING);
 	return 0;
 }
 

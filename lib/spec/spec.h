@@ -50,6 +50,10 @@ int wlk__dequeue(struct wlk__bucket *b, struct wlk_seg_name *n,
 		 uint32_t ri) WLK_INTERNAL;
 int wlk__ungrant(struct wlk__bucket *b, struct wlk_seg_name *n,
 		 uint32_t ri) WLK_INTERNAL;
+int wlk__held_add(struct wlk__bucket *b, struct wlk_seg_name *n,
+		  uint32_t ri) WLK_INTERNAL;
+void wlk__adopt_slot(struct wlk_seg_name *n, struct wlk_seg_request *r,
+		     uint32_t state) WLK_INTERNAL;
 int wlk__adopt(struct wlk__bucket *b, struct wlk_seg_name *n,
 	       uint32_t ri) WLK_INTERNAL;
 int wlk__adopt_waiter(struct wlk__bucket *b, struct wlk_seg_name *n,
