@@ -63,18 +63,11 @@ static void rebuild_clients(struct wlk__bucket *b)
 	}
 }
 
-/*
- * A name slot whose word or length is damaged is freed, gen + 1, as an
- * evicted one is: a new entry of its name (if it was one) must still give
- * tokens above the ones it gave (wlk_lock_token()).
- */
+/* A name slot whose word or length is damaged is freed, gen + 1, as an
+ * evicted one is, its tokens carried. */
 static void name_drop(struct wlk__bucket *b, struct wlk_seg_name *n)
 {
-	struct wlk_seg_header *h = b->hdr;
-	uint64_t t = uatomic_read(&n->token);
-
-	if (t < WLK_TOKEN_DAMAGED && t > h->next_token)
-		h->next_token = t;
+	wlk__name_tokens_carry(b, n);
 	n->word = WLK_WORD(WLK_WORD_GEN(n->word) + 1, WLK_SLOT_FREE);
 }
 

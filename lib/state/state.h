@@ -60,6 +60,8 @@ void wlk__name_settle(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
 int wlk__name_touch(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
 void wlk__idle_append(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
 void wlk__name_reset(struct wlk_seg_name *n) WLK_INTERNAL;
+void wlk__name_tokens_carry(struct wlk__bucket *b,
+			    const struct wlk_seg_name *n) WLK_INTERNAL;
 uint32_t wlk__req_alloc(struct wlk__bucket *b) WLK_INTERNAL;
 void wlk__req_free(struct wlk__bucket *b, uint32_t r) WLK_INTERNAL;
 void wlk__req_init(struct wlk__bucket *b, uint32_t ri, uint32_t client,

@@ -66,6 +66,21 @@ void wlk__name_reset(struct wlk_seg_name *n)
 	n->idle_prev = n->idle_next = WLK_NIL;
 }
 
+/*
+ * wlk__name_tokens_carry() - name entry @n is about to be freed: later
+ * grants of a new entry for its name must still be above every token it
+ * gave (wlk_lock_token()), so the header's next token is raised to its
+ * last one; a damaged one is not carried to every new name.
+ */
+void wlk__name_tokens_carry(struct wlk__bucket *b,
+			    const struct wlk_seg_name *n)
+{
+	uint64_t t = uatomic_read(&n->token);
+
+	if (t < WLK_TOKEN_DAMAGED && t > b->hdr->next_token)
+		b->hdr->next_token = t;
+}
+
 /* Append an unreferenced name to the idle list (most recently used). */
 void wlk__idle_append(struct wlk__bucket *b, uint32_t ni)
 {
@@ -157,11 +172,7 @@ static int name_evict(struct wlk__bucket *b)
 	if (rc)
 		return rc;
 	n = wlk__name(b, ni);
-	/* Later grants of a new entry for this name must still be above
-	 * every token it gave (wlk_lock_token()); a damaged one is not
-	 * carried to every new name. */
-	if (n->token < WLK_TOKEN_DAMAGED && n->token > h->next_token)
-		h->next_token = n->token;
+	wlk__name_tokens_carry(b, n);
 	link = chain_head(b, n->hash);
 	for (uint32_t steps = 0; *link != ni; steps++) {
 		if (*link >= b->geo.max_names || steps >= b->geo.max_names)
