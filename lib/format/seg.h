@@ -120,6 +120,27 @@ static inline uint32_t *wlk__hash_heads(const struct wlk__bucket *b)
 	return (uint32_t *)(b->base + b->geo.off_hash);
 }
 
+/*
+ * How many name entries a header that may be damaged lays out in a file
+ * of @size bytes: @off and @stride are its name table's offset and
+ * stride, @max its name capacity, each read once by the caller. 0 if the
+ * table cannot be there (outside the file, misaligned, entries smaller
+ * than one); else the entries that fit, at most @max. For those who read
+ * a segment without trusting its geometry (token.c, the poisoning in
+ * fastword.c).
+ */
+static inline uint64_t wlk__names_span(uint64_t off, uint64_t stride,
+				       uint64_t max, uint64_t size)
+{
+	uint64_t n;
+
+	if (off < WLK_HEADER_SIZE || off >= size || off % 8 ||
+	    stride < sizeof(struct wlk_seg_name) || stride % 8)
+		return 0;
+	n = (size - off) / stride;
+	return n < max ? n : max;
+}
+
 /* Atomic access to slot words: release on publish, acquire on read. */
 static inline uint32_t wlk__word_load(const uint32_t *w)
 {

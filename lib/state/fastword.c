@@ -469,14 +469,11 @@ void wlk__fast_off_all(struct wlk__bucket *b)
 {
 	const struct wlk_seg_header *h = b->hdr;
 	const size_t fast = offsetof(struct wlk_seg_name, fast);
-	uint64_t off = h->off_names, stride = h->name_stride, n;
+	uint64_t off = uatomic_read(&h->off_names);
+	uint64_t stride = uatomic_read(&h->name_stride);
+	uint64_t n = wlk__names_span(off, stride, uatomic_read(&h->max_names),
+				     b->geo.size);
 
-	if (off < WLK_HEADER_SIZE || off >= b->geo.size || off % 8 ||
-	    stride < sizeof(struct wlk_seg_name) || stride % 8)
-		return;
-	n = (b->geo.size - off) / stride;
-	if (n > h->max_names)
-		n = h->max_names;
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t *w = (uint64_t *)(void *)(b->base + off +
 						   i * stride + fast);

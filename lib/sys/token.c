@@ -49,12 +49,9 @@ uint64_t wlk__token_mark_fd(int fd)
 		mark = h.next_token;
 	off = h.off_names;
 	stride = h.name_stride;
-	if (off < WLK_HEADER_SIZE || off >= (uint64_t)st.st_size ||
-	    stride < sizeof(struct wlk_seg_name))
+	n = wlk__names_span(off, stride, h.max_names, (uint64_t)st.st_size);
+	if (!n)
 		return mark;
-	n = ((uint64_t)st.st_size - off) / stride;
-	if (n > h.max_names)
-		n = h.max_names;
 	per = stride <= sizeof(buf) ? sizeof(buf) / stride : 1;
 	for (uint64_t i = 0; i < n; i += per) {
 		uint64_t k = n - i < per ? n - i : per;
