@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * t_fast_mp.c - locks another process took without the segment mutex
- * (lib/state/fastword.c, lib/api/lane.c): seen by query, and given up when that process dies, whether
- * or not somebody was already waiting when it died.
+ * (lib/state/fastword.c, lib/api/lane.c): seen by query, and given up when
+ * that process dies, whether or not somebody was already waiting when it
+ * died.
  */
 #include <signal.h>
 #include <string.h>
