@@ -98,10 +98,10 @@ static int side_start(struct side *s, struct wlk_manager *m, const char *name,
  * Two threads of the script, on two managers, take turns on one name: the
  * one that finds it held waits as its fast waiter, and a release hands the
  * name over (lib/state/fastword.c, lib/api/lane.c). Each holds the name
- * a couple of microseconds, well within a fast waiter's spin. They take turns until @ns pass: when
- * a fast_* point is armed, long enough for the two threads to run at the
- * same time even on a machine busy with other tests (it kills the script
- * the first time it is passed).
+ * a couple of microseconds, well within a fast waiter's spin. They take
+ * turns until @ns pass: when a fast_* point is armed, long enough for the
+ * two threads to run at the same time even on a machine busy with other
+ * tests (it kills the script the first time it is passed).
  */
 #define HOLD_NS 2000
 #define TURNS_NS (200 * 1000 * 1000ull)

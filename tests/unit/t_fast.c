@@ -2,9 +2,9 @@
 /*
  * t_fast.c - locks taken without the segment mutex (lib/state/fastword.c,
  * lib/api/lane.c) behave as any other: query sees them, waiters queue
- * behind them, if_available and steal see them, close releases them, eviction spares them, and the slots
- * managers keep in reserve for them never make a request fail with
- * WLK_EFULL.
+ * behind them, if_available and steal see them, close releases them,
+ * eviction spares them, and the slots managers keep in reserve for them
+ * never make a request fail with WLK_EFULL.
  *
  * A manager's first acquire takes the mutex and puts a request slot in
  * reserve; its next uncontended acquire of a known idle name takes the fast
