@@ -213,8 +213,6 @@ static int grant_fast(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 	struct wlk_seg_request *r = wlk__req(b, ri);
 	uint32_t gen = WLK_WORD_GEN(r->word);
 
-	if (n->n_pending)
-		n->n_pending--;
 	r->token = uatomic_add_return(&n->token, 1);
 	r->grant_ns = wlk__stamp_ns();
 	/*
@@ -322,7 +320,7 @@ int wlk__process_queue(struct wlk__bucket *b, uint32_t ni,
 			return wlk__corrupt(b);
 		if (!wlk__head_grantable(n, wlk__req(b, ri)->mode))
 			return 0;
-		rc = list_remove(b, queue_of(n), ri);
+		rc = wlk__dequeue(b, n, ri);
 		if (!rc && wlk__name_idle(n) &&
 		    (wlk__req(b, ri)->flags & WLK_REQF_LANE))
 			return grant_fast(b, ni, ri, wake);
@@ -330,8 +328,6 @@ int wlk__process_queue(struct wlk__bucket *b, uint32_t ni,
 			rc = grant(b, n, ri, wake);
 		if (rc)
 			return rc;
-		if (n->n_pending)
-			n->n_pending--;
 	}
 }
 
@@ -375,11 +371,9 @@ int wlk__steal_apply(struct wlk__bucket *b, uint32_t ri,
 	}
 	if (WLK_WORD_STATE(r->word) != WLK_SLOT_PENDING)
 		return 0;
-	rc = list_remove(b, queue_of(n), ri);
+	rc = wlk__dequeue(b, n, ri);
 	if (!rc)
 		rc = grant(b, n, ri, wake);
-	if (!rc && n->n_pending)
-		n->n_pending--;
 	return rc;
 }
 
