@@ -107,18 +107,26 @@ WLK__CLAIM_IS(mode, mode);
 #undef WLK__CLAIM_IS
 
 /*
- * wlk__lane_take() - take a READY lane of @m (BUSY then), or NULL. Inline,
- * with wlk__lane_put(), for the uncontended path; lane.c's, like the rest
- * of lane state.
+ * wlk__lane_grab() - make a lane of @m in @state BUSY, or NULL. Plain
+ * reads first: a CAS on a lane that cannot match would cost for nothing.
+ * Inline, with wlk__lane_take() and wlk__lane_put(), for the uncontended
+ * path; lane.c's, like the rest of lane state.
  */
-static inline struct wlk__lane *wlk__lane_take(struct wlk_manager *m)
+static inline struct wlk__lane *wlk__lane_grab(struct wlk_manager *m,
+					       uint32_t state)
 {
 	for (unsigned int i = 0; i < WLK_LANES; i++)
-		if (uatomic_read(&m->lanes[i].state) == WLK_LANE_READY &&
-		    uatomic_cmpxchg(&m->lanes[i].state, WLK_LANE_READY,
-				    WLK_LANE_BUSY) == WLK_LANE_READY)
+		if (uatomic_read(&m->lanes[i].state) == state &&
+		    uatomic_cmpxchg(&m->lanes[i].state, state,
+				    WLK_LANE_BUSY) == state)
 			return &m->lanes[i];
 	return NULL;
+}
+
+/* wlk__lane_take() - take a READY lane of @m (BUSY then), or NULL. */
+static inline struct wlk__lane *wlk__lane_take(struct wlk_manager *m)
+{
+	return wlk__lane_grab(m, WLK_LANE_READY);
 }
 
 /*

@@ -154,16 +154,10 @@ void wlk__lane_fill(struct wlk_manager *m)
 	struct wlk__bucket *b = m->b;
 	struct wlk_seg_header *h = b->hdr;
 	struct wlk_seg_request *r;
-	struct wlk__lane *lane = NULL;
+	struct wlk__lane *lane = wlk__lane_grab(m, WLK_LANE_EMPTY);
 	uint32_t ri;
 
-	/* Plain reads first: the lanes are usually all full, and a CAS
-	 * here would be time the other processes wait for the mutex. */
-	for (unsigned int i = 0; i < WLK_LANES && !lane; i++)
-		if (uatomic_read(&m->lanes[i].state) == WLK_LANE_EMPTY &&
-		    uatomic_cmpxchg(&m->lanes[i].state, WLK_LANE_EMPTY,
-				    WLK_LANE_BUSY) == WLK_LANE_EMPTY)
-			lane = &m->lanes[i];
+	/* Usually all lanes are full: wlk__lane_grab() then only reads. */
 	if (!lane)
 		return;
 	ri = h->n_requests >= b->geo.max_requests -
