@@ -91,13 +91,9 @@ static void on_sigbus(int sig)
 static int not_a_file(const char *name)
 {
 	char path[sizeof("/dev/shm/") + NAME_MAX + 1];
-	const char *base = name;
+	const char *base = segment_base(name);
 	struct stat st;
 
-	if (!strncmp(name, "/dev/shm/", 9))
-		base = name + 9;
-	else if (name[0] == '/')
-		base = name + 1;
 	if (strlen(base) > NAME_MAX)
 		return 0; /* the library refuses it */
 	snprintf(path, sizeof(path), "/dev/shm/%s", base);

@@ -255,6 +255,13 @@ static const char *opt_name(int c)
 	return buf;
 }
 
+const char *segment_base(const char *arg)
+{
+	if (!strncmp(arg, "/dev/shm/", 9))
+		return arg + 9;
+	return arg[0] == '/' ? arg + 1 : arg;
+}
+
 /* "wlk<digits>-" first: how every segment's file name starts. */
 static bool segment_named(const char *name)
 {
@@ -285,17 +292,13 @@ static bool looks_like_segment(const char *arg)
  */
 void target_hint(FILE *f, const struct target *t, int rc)
 {
-	const char *base = t->arg;
+	const char *base = segment_base(t->arg);
 
 	if (!t->segment)
 		return;
 	if (rc == WLK_EINVAL)
 		fprintf(f, "%s: a SEGMENT is a file in /dev/shm: NAME, /NAME "
 			   "or /dev/shm/NAME\n", progname);
-	if (!strncmp(base, "/dev/shm/", 9))
-		base += 9;
-	else if (base[0] == '/')
-		base++;
 	if (t->guessed && !segment_named(base) &&
 	    (rc == WLK_EINVAL || rc == -ENOENT))
 		fprintf(f, "%s: taken for a SEGMENT by its leading '/'; for an "

@@ -39,6 +39,8 @@ struct target {
 extern const char *progname;
 /* After an error opening @t, a line saying how to give another kind. */
 void target_hint(FILE *f, const struct target *t, int rc);
+/* A SEGMENT argument's file name in /dev/shm (NAME, /NAME, /dev/shm/NAME). */
+const char *segment_base(const char *arg);
 
 /* guard.c */
 /* Install the SIGBUS handler the guarded calls below rely on. */
