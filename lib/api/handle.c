@@ -14,7 +14,9 @@
  * One spare lock handle per thread, for names of up to WLK_SHORT_NAME bytes:
  * an acquire+release pair then costs no malloc()/free(). A thread's spare
  * is freed when it exits, through a key destructor registered the first
- * time it keeps one.
+ * time it keeps one. A handle is its engine's lock struct (the engine's
+ * lock_size) followed by the name: the spare serves an engine whose
+ * handles are as large (spare_size).
  */
 /*
  * AddressSanitizer cannot see a second wlk_release() of a handle kept as
@@ -33,6 +35,7 @@
 #endif
 
 static WLK_TLS struct wlk_lock *spare;
+static WLK_TLS size_t spare_size;
 static WLK_TLS bool spare_registered;
 static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
@@ -70,20 +73,24 @@ void wlk__lock_free(struct wlk_lock *l)
 		spare_registered = true;
 	}
 	spare = l;
+	spare_size = (size_t)(l->name - (char *)l);
 }
 
 struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 			       size_t len, enum wlk_mode mode)
 {
+	size_t head = m->e->lock_size;
 	struct wlk_lock *l = NULL;
 
 	if (len <= WLK_SHORT_NAME) {
-		l = spare;
-		spare = NULL;
+		if (spare && spare_size == head) {
+			l = spare;
+			spare = NULL;
+		}
 		if (!l)
-			l = malloc(sizeof(*l) + WLK_SHORT_NAME + 1);
+			l = malloc(head + WLK_SHORT_NAME + 1);
 	} else {
-		l = malloc(sizeof(*l) + len + 1);
+		l = malloc(head + len + 1);
 	}
 	if (!l)
 		return NULL;
@@ -91,12 +98,10 @@ struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 	l->mode = mode;
 	l->watched = false;
 	l->on_stolen = NULL;
-	l->fast = false;
-	l->laned = false;
-	l->lane = 0;
-	l->hashed = false;
 	l->name_len = len;
+	l->name = (char *)l + head;
 	memcpy(l->name, name, len);
 	l->name[len] = '\0';
+	m->e->lock_init(l);
 	return l;
 }

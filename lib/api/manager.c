@@ -2,7 +2,8 @@
 /*
  * manager.c - lock managers (navigator.locks of one context): open, close,
  * clientId, and the reference counting that keeps a closed manager's memory
- * alive while threads and lock handles still use it.
+ * alive while threads and lock handles still use it. The bucket's engine
+ * (engine.h) does the rest: becoming its client and leaving it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -52,18 +53,21 @@ static int manager_open(const char *origin,
 			struct wlk_manager **out)
 {
 	struct wlk_manager_options copy;
-	struct wlk__wake wake;
+	const struct wlk__engine *e;
 	struct wlk_manager *m;
-	uint64_t now = wlk__realtime_ns();
 	int rc;
 
 	if (!origin || !out || wlk__manager_options_read(&o, &copy))
 		return WLK_EINVAL;
-	m = calloc(1, sizeof(*m));
+	e = wlk__engine_for(origin, o);
+	m = calloc(1, e->manager_size);
 	if (!m)
 		return -ENOMEM;
+	m->e = e;
 	m->refs = 1;
 	m->fork_gen = wlk__fork_gen();
+	CDS_INIT_LIST_HEAD(&m->pending);
+	CDS_INIT_LIST_HEAD(&m->watching);
 	rc = pthread_mutex_init(&m->amu, NULL);
 	if (rc) {
 		free(m);
@@ -71,25 +75,9 @@ static int manager_open(const char *origin,
 	}
 	rc = set_client_id(m, o);
 	if (!rc)
-		rc = wlk__bucket_get(origin, o, &m->b);
+		rc = e->open(m, origin, o);
 	if (rc) {
-		free(m);
-		return rc;
-	}
-	/* The CPU count, read once per process (sysconf reads /sys): here,
-	 * not on its first use under the segment mutex (wlk__watch_init()). */
-	(void)wlk__spin_ok();
-	rc = wlk__lock(m->b, &wake);
-	if (!rc) {
-		rc = wlk__client_alloc(m->b, m->client_id,
-				       strlen(m->client_id), now, &m->client);
-		if (!rc)
-			m->client_gen = WLK_WORD_GEN(
-				wlk__client(m->b, m->client)->word);
-		wlk__unlock(m->b, &wake);
-	}
-	if (rc) {
-		wlk__bucket_put(m->b);
+		pthread_mutex_destroy(&m->amu);
 		free(m);
 		return rc;
 	}
@@ -118,7 +106,7 @@ static void manager_unref(struct wlk_manager *m)
 {
 	if (uatomic_sub_return(&m->refs, 1))
 		return;
-	wlk__bucket_put(m->b);
+	m->e->free(m);
 	pthread_mutex_destroy(&m->amu);
 	free(m);
 }
@@ -144,7 +132,6 @@ void wlk__manager_leave(struct wlk_manager *m)
 WLK_EXPORT void wlk_manager_close(struct wlk_manager *m)
 {
 	const struct wlk__async_hooks *hooks;
-	struct wlk__wake wake;
 	int cancel;
 
 	if (!m)
@@ -158,10 +145,7 @@ WLK_EXPORT void wlk_manager_close(struct wlk_manager *m)
 		/* Wake our blocked threads; they will find the client gone. */
 		uatomic_inc(&m->close_word);
 		wlk__futex_wake(&m->close_word, INT32_MAX);
-		if (!wlk__lock(m->b, &wake)) {
-			wlk__drop_client(m->b, m->client, false, &wake);
-			wlk__unlock(m->b, &wake);
-		}
+		m->e->close(m);
 		/* Callbacks still owed run now, with WLK_ESTATE. Under amu:
 		 * a context being created now is seen with its hooks. */
 		pthread_mutex_lock(&m->amu);
@@ -183,18 +167,16 @@ WLK_EXPORT int wlk_bucket_remove(const char *origin,
 				 const struct wlk_manager_options *o)
 {
 	struct wlk_manager_options copy;
-	uint8_t key[WLK_KEY_BYTES];
-	char shm_name[WLK_SHM_NAME_MAX];
 	int rc, cancel;
 
+	if (!origin)
+		return WLK_EINVAL;
 	rc = wlk__manager_options_read(&o, &copy);
-	if (!rc)
-		rc = wlk__bucket_key(origin, o, key, shm_name);
 	if (rc)
 		return rc;
 	/* It waits for openers' init locks too; an fd must not leak. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	rc = wlk__segment_remove(shm_name);
+	rc = wlk__engine_for(origin, o)->remove(origin, o);
 	pthread_setcancelstate(cancel, NULL);
 	return rc;
 }

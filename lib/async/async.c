@@ -2,17 +2,13 @@
 /*
  * async.c - asynchronous requests (weblocks/async.h).
  *
- * A manager used asynchronously gets a doorbell (doorbell.c), an eventfd
- * that granters ring directly and that is its descriptor, and an inner
- * epoll instance holding a timer for deadlines, the event descriptors of
- * abort signals, pidfds of the processes its pending requests wait behind
- * and the doorbell's fallback socket, which the process's watcher thread
- * turns into a ring (watcher.c). Everything that can complete a request
- * makes the descriptor readable; wlk_manager_dispatch() then looks at the
- * state of each outstanding request in the segment and runs the callbacks
- * of those that completed. All the process-local bookkeeping is under
- * m->amu, which is taken before the segment mutex, never after; no
- * callback runs under either.
+ * A manager used asynchronously gets an async context from its engine
+ * (engine.h), with a descriptor that everything that can complete a
+ * request makes readable; wlk_manager_dispatch() (dispatch.c) then has the
+ * engine settle each outstanding request and runs the callbacks of those
+ * that completed. All the process-local bookkeeping is under m->amu,
+ * which is taken before any lock of the engine, never after; no callback
+ * runs under either.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,7 +22,6 @@
 
 WLK_EXPORT int wlk_manager_fd(struct wlk_manager *m)
 {
-	struct wlk__actx *a;
 	int rc;
 
 	if (!m)
@@ -34,10 +29,12 @@ WLK_EXPORT int wlk_manager_fd(struct wlk_manager *m)
 	if (!wlk__manager_enter(m))
 		return WLK_ESTATE;
 	pthread_mutex_lock(&m->amu);
-	rc = wlk__actx_get(m, &a);
+	rc = wlk__async_get(m);
+	if (!rc)
+		rc = m->e->async_fd(m);
 	pthread_mutex_unlock(&m->amu);
 	wlk__manager_leave(m);
-	return rc ? rc : a->bell.efd;
+	return rc;
 }
 
 /* The signal's event descriptor, created once; or a negative errno. */
@@ -61,49 +58,12 @@ static int signal_fd(struct wlk_signal *s)
 	return mine;
 }
 
-/* Queue under the mutex; a request settled at once rings our own bell. */
-static int enqueue(struct wlk_manager *m, struct wlk_async *r,
-		   const struct wlk_options *o)
-{
-	struct wlk__wake wake;
-	struct wlk__enqueue e = {
-		.client = m->client, .client_gen = m->client_gen,
-		.flags = WLK_REQF_ASYNC, .name = r->l->name,
-		.name_len = (uint32_t)r->l->name_len, .mode = o->mode,
-		.if_available = o->if_available, .steal = o->steal,
-		.hash = wlk__name_hash(m->b, r->l->name, r->l->name_len),
-		.own = WLK_NIL,
-	};
-	int rc = wlk__lock_until(m->b, &wake, r->deadline,
-				 r->sig ? &r->sig->reason : NULL);
-
-	if (!rc) {
-		rc = wlk__request_reaping(m->b, &e, &wake, &r->l->slot,
-					  &r->l->gen);
-		wlk__unlock(m->b, &wake);
-	} else if (rc == WLK_ETIMEDOUT ||
-		   (r->sig && rc == uatomic_read(&r->sig->reason))) {
-		/* Timed out or aborted while the mutex's owner was stopped
-		 * inside it: never queued; the callback says so. */
-		r->status = rc;
-		rc = 1;
-	}
-	if (rc == 1) { /* settled at once: if_available miss, or given up */
-		r->settled = true;
-		wlk__lock_free(r->l);
-		r->l = NULL;
-		rc = 0;
-	}
-	return rc;
-}
-
 WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
 				 size_t name_len, const struct wlk_options *o,
 				 wlk_granted_cb cb, void *arg,
 				 struct wlk_async **out)
 {
 	struct wlk_options copy;
-	struct wlk__actx *a;
 	struct wlk_async *r;
 	int rc;
 
@@ -126,26 +86,21 @@ WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
 				.sig = o->signal};
 	r->deadline = wlk__deadline_ns(o->timeout_ns);
 	pthread_mutex_lock(&m->amu);
-	rc = wlk__actx_get(m, &a);
+	rc = wlk__async_get(m);
 	if (!rc && r->sig) {
 		int fd = signal_fd(r->sig);
 
-		rc = fd < 0 ? fd : wlk__epoll_add(a->epfd, fd,
-						 EPOLLIN | EPOLLET);
+		rc = fd < 0 ? fd : m->e->async_watch_fd(m, fd);
 	}
-	if (!rc)
-		rc = enqueue(m, r, o);
 	if (!rc) {
-		cds_list_add_tail(&r->link, &a->pending);
-		if (r->deadline)
-			wlk__timer_arm(a);
-		/* Settled at once: complete through dispatch all the same.
-		 * Pending: watch whom it waits for (a granter rings). */
-		if (r->settled || wlk__req(m->b, r->l->slot)->word !=
-				       WLK_WORD(r->l->gen, WLK_SLOT_PENDING))
-			wlk__bell_ring_self(&a->bell);
-		else
-			wlk__pidwatch_update(m, a);
+		cds_list_add_tail(&r->link, &m->pending);
+		rc = m->e->async_request(m, r, o);
+		if (rc)
+			cds_list_del(&r->link);
+	}
+	if (!rc && r->settled) { /* never granted: no lock */
+		wlk__lock_free(r->l);
+		r->l = NULL;
 	}
 	pthread_mutex_unlock(&m->amu);
 	if (rc) {
@@ -167,9 +122,9 @@ WLK_EXPORT int wlk_async_cancel(struct wlk_async *r)
 		return WLK_EINVAL;
 	m = r->m;
 	pthread_mutex_lock(&m->amu);
-	if (!r->cancel && m->actx) {
+	if (!r->cancel && m->async_on) {
 		r->cancel = true;
-		wlk__bell_ring_self(&m->actx->bell);
+		m->e->async_ring(m);
 	}
 	pthread_mutex_unlock(&m->amu);
 	return 0;

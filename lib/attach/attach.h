@@ -22,7 +22,6 @@
 #define WLK_MAX_GENERATIONS 16
 
 /* naming.c */
-int wlk__check_ident(const char *s, size_t max) WLK_INTERNAL;
 int wlk__bucket_key(const char *origin, const struct wlk_manager_options *o,
 		    uint8_t key[WLK_KEY_BYTES], char *shm_name) WLK_INTERNAL;
 void wlk__generation_name(char *dst, const char *base, unsigned int gen)

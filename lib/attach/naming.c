@@ -29,30 +29,6 @@ static void put_field(uint8_t **p, const char *s, size_t len)
 	*p += sizeof(l) + len;
 }
 
-/* The ASCII control characters: C0 and DEL. */
-#define CTRL_LAST 0x1f
-#define CTRL_DEL 0x7f
-
-/*
- * wlk__check_ident() - an identifier of at most @max bytes without control
- * characters (they would let one forge lines in every listing, log and
- * shm-inspect output that shows it). Any other byte is allowed.
- */
-int wlk__check_ident(const char *s, size_t max)
-{
-	size_t len = strnlen(s, max + 1);
-
-	if (len > max)
-		return WLK_ENAMETOOLONG;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c <= CTRL_LAST || c == CTRL_DEL)
-			return WLK_EINVAL;
-	}
-	return 0;
-}
-
 /*
  * wlk__bucket_key() - validate the bucket's identity and derive its key and
  * segment name.

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * query.c - LockManager.query(): spec 4.5 "snapshot the lock state".
+ * query.c - LockManager.query() over a segment: spec 4.5 "snapshot the
+ * lock state", for the shared-memory engine.
  *
  * The copy is made under the segment mutex into buffers allocated before
  * taking it, sized from the segment's usage counters (read without the
@@ -41,11 +42,10 @@ struct qbuf {
 	uint32_t *cmap; /* client slot -> index into cids, or WLK_NIL */
 };
 
-struct wlk_snapshot {
-	struct wlk_lock_info *held;
-	struct wlk_lock_info *pending;
-	size_t n_held;
-	size_t n_pending;
+/* A snapshot of a segment: the API's, and the buffers its infos point
+ * into. */
+struct seg_snapshot {
+	struct wlk_snapshot s;
 	struct qbuf buf;
 };
 
@@ -168,9 +168,10 @@ static int copy_state(struct wlk__bucket *b, struct qbuf *q)
 	return 0;
 }
 
-static int snapshot_build(struct wlk_snapshot *s)
+static int snapshot_build(struct seg_snapshot *ss)
 {
-	struct qbuf *q = &s->buf;
+	struct wlk_snapshot *s = &ss->s;
+	struct qbuf *q = &ss->buf;
 	size_t nh = 0, np = 0;
 
 	for (size_t i = 0; i < q->ents_used; i++)
@@ -294,56 +295,36 @@ static int snapshot_copy(struct wlk__bucket *b, struct qbuf *q)
 	}
 }
 
-WLK_EXPORT int wlk_query(struct wlk_manager *m, struct wlk_snapshot **out)
+static void snapshot_free(struct wlk_snapshot *s)
 {
-	struct wlk_snapshot *s;
-	int rc;
+	struct seg_snapshot *ss = caa_container_of(s, struct seg_snapshot, s);
 
-	if (!m || !out)
-		return WLK_EINVAL;
-	if (!wlk__manager_enter(m))
-		return WLK_ESTATE;
-	s = calloc(1, sizeof(*s));
-	rc = s ? snapshot_copy(m->b, &s->buf) : -ENOMEM;
-	if (!rc)
-		rc = snapshot_build(s);
-	wlk__manager_leave(m);
-	if (rc) {
-		wlk_snapshot_free(s);
-		return rc;
-	}
-	*out = s;
-	return 0;
-}
-
-WLK_EXPORT size_t wlk_snapshot_held_count(const struct wlk_snapshot *s)
-{
-	return s ? s->n_held : 0;
-}
-
-WLK_EXPORT const struct wlk_lock_info *
-wlk_snapshot_held(const struct wlk_snapshot *s, size_t i)
-{
-	return s && i < s->n_held ? &s->held[i] : NULL;
-}
-
-WLK_EXPORT size_t wlk_snapshot_pending_count(const struct wlk_snapshot *s)
-{
-	return s ? s->n_pending : 0;
-}
-
-WLK_EXPORT const struct wlk_lock_info *
-wlk_snapshot_pending(const struct wlk_snapshot *s, size_t i)
-{
-	return s && i < s->n_pending ? &s->pending[i] : NULL;
-}
-
-WLK_EXPORT void wlk_snapshot_free(struct wlk_snapshot *s)
-{
-	if (!s)
-		return;
-	qbuf_free(&s->buf);
+	qbuf_free(&ss->buf);
 	free(s->held);
 	free(s->pending);
-	free(s);
+	free(ss);
+}
+
+/*
+ * wlk__snapshot_take() - spec 4.5 over the segment of @b: a snapshot of
+ * its lock state, for wlk_query() (through the shared-memory engine).
+ * Return: 0 with *@out set, -ENOMEM, or an error from the segment.
+ */
+int wlk__snapshot_take(struct wlk__bucket *b, struct wlk_snapshot **out)
+{
+	struct seg_snapshot *ss = calloc(1, sizeof(*ss));
+	int rc;
+
+	if (!ss)
+		return -ENOMEM;
+	ss->s.free = snapshot_free;
+	rc = snapshot_copy(b, &ss->buf);
+	if (!rc)
+		rc = snapshot_build(ss);
+	if (rc) {
+		snapshot_free(&ss->s);
+		return rc;
+	}
+	*out = &ss->s;
+	return 0;
 }

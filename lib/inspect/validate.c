@@ -493,17 +493,3 @@ int wlk__validate(struct wlk__bucket *b, bool lock, wlk_violation_cb cb,
 	free(v.msgs);
 	return rc;
 }
-
-WLK_EXPORT int wlk_manager_validate(struct wlk_manager *m, wlk_violation_cb cb,
-				    void *arg)
-{
-	int rc;
-
-	if (!m)
-		return WLK_EINVAL;
-	if (!wlk__manager_enter(m))
-		return WLK_ESTATE;
-	rc = wlk__validate(m->b, true, cb, arg);
-	wlk__manager_leave(m);
-	return rc;
-}

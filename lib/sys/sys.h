@@ -9,6 +9,8 @@
 #ifndef WLK_SYS_H
 #define WLK_SYS_H
 
+#include <string.h>
+
 #include "seg.h"
 #include "failpoint.h"
 
@@ -26,6 +28,31 @@
 static inline int wlk__errno(int e)
 {
 	return e > 0 ? -e : -EIO;
+}
+
+/* The ASCII control characters: C0 and DEL. */
+#define CTRL_LAST 0x1f
+#define CTRL_DEL 0x7f
+
+/*
+ * wlk__check_ident() - an identifier of at most @max bytes without control
+ * characters (they would let one forge lines in every listing, log and
+ * shm-inspect output that shows it). Any other byte is allowed. For
+ * origins, buckets and partitions (naming.c) and clientIds (manager.c).
+ */
+static inline int wlk__check_ident(const char *s, size_t max)
+{
+	size_t len = strnlen(s, max + 1);
+
+	if (len > max)
+		return WLK_ENAMETOOLONG;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c <= CTRL_LAST || c == CTRL_DEL)
+			return WLK_EINVAL;
+	}
+	return 0;
 }
 
 /* Spinning before sleeping (WLK_SPIN_NS, tunables.h) pays off only with
@@ -123,5 +150,71 @@ void wlk__bell_ring(const struct wlk__bell_to *t, uint32_t *owed) WLK_INTERNAL;
 void wlk__bell_ring_self(const struct wlk__bell *bl) WLK_INTERNAL;
 void wlk__bell_drain(const struct wlk__bell *bl, uint32_t *owed)
 	WLK_INTERNAL;
+
+/*
+ * options.c: the option structs as the caller's header laid them out (the size
+ * rule of weblocks.h, GROWING STRUCTS). Every entry point reads its options
+ * through wlk__options_read() or wlk__manager_options_read() once, first;
+ * the code below it sees only the copy, of this library's layout, never
+ * NULL (the defaults stand in for it).
+ *
+ * The first layouts, which a size of 0 stands for: the fields soname 1
+ * shipped. Fixed for good: fields added later go after them.
+ */
+#define WLK__OPTIONS_FIRST_SIZE                                                \
+	(offsetof(struct wlk_options, timeout_ns) + sizeof(uint64_t))
+#define WLK__MANAGER_OPTIONS_FIRST_SIZE                                        \
+	(offsetof(struct wlk_manager_options, max_name_len) + sizeof(uint32_t))
+extern const struct wlk_options wlk__options_default WLK_INTERNAL;
+extern const struct wlk_manager_options wlk__manager_options_default
+	WLK_INTERNAL;
+int wlk__struct_read(void *copy, size_t known, size_t first, const void *src,
+		     size_t size) WLK_INTERNAL;
+
+/*
+ * Point *@o at its copy in @copy (or at the defaults, for NULL, without a
+ * copy). Inline: a caller built with this very header (or, while the
+ * struct has its first layout, one that leaves size 0), the common case,
+ * costs one 32-byte copy on the request path. Return: 0, or WLK_EINVAL
+ * (then *@o is left alone).
+ */
+static inline int wlk__options_read(const struct wlk_options **o,
+				    struct wlk_options *copy)
+{
+	size_t size;
+	int rc = 0;
+
+	if (!*o) {
+		*o = &wlk__options_default;
+		return 0;
+	}
+	size = (*o)->size ? (*o)->size : WLK__OPTIONS_FIRST_SIZE;
+	if (size == sizeof(**o))
+		*copy = **o;
+	else
+		rc = wlk__struct_read(copy, sizeof(*copy),
+				      WLK__OPTIONS_FIRST_SIZE, *o, (*o)->size);
+	if (!rc)
+		*o = copy;
+	return rc;
+}
+
+/* The same for struct wlk_manager_options (not on a hot path). */
+static inline int
+wlk__manager_options_read(const struct wlk_manager_options **o,
+			  struct wlk_manager_options *copy)
+{
+	int rc;
+
+	if (!*o) {
+		*o = &wlk__manager_options_default;
+		return 0;
+	}
+	rc = wlk__struct_read(copy, sizeof(*copy),
+			      WLK__MANAGER_OPTIONS_FIRST_SIZE, *o, (*o)->size);
+	if (!rc)
+		*o = copy;
+	return rc;
+}
 
 #endif /* WLK_SYS_H */

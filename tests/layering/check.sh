@@ -15,9 +15,10 @@ set -eu
 
 build=${1:-${builddir:-.}}
 src=${2:-${abs_top_srcdir:-.}}
-# The layers, lowest first, with their rank; async and inspect are two
-# leaves of one rank, which must not call each other.
-layers="sys:1 state:2 spec:3 repair:4 attach:5 api:6 async:7 inspect:7"
+# The layers, lowest first, with their rank. Engines (shm; an etcd one
+# would be another folder of rank 7) must not call each other; engine
+# (the choice of engine) is above them all, the API layer above it.
+layers="sys:1 state:2 spec:3 repair:4 attach:5 inspect:6 shm:7 engine:8 api:9 async:10"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM

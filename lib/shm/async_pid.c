@@ -21,7 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "async_internal.h"
+#include "shm.h"
 
 static void drop(struct wlk__actx *a, unsigned int i)
 {
@@ -53,7 +53,7 @@ static bool wanted(const uint32_t *agents, unsigned int n, uint32_t agent)
  * Under the segment mutex: live blockers of all pending requests. Return:
  * false if there were more than fit.
  */
-static bool blockers_of(struct wlk_manager *m, struct wlk__actx *a,
+static bool blockers_of(struct wlk__shm_manager *m, struct wlk__actx *a,
 			uint32_t *agents, unsigned int *n)
 {
 	struct wlk__wake wake;
@@ -63,14 +63,19 @@ static bool blockers_of(struct wlk_manager *m, struct wlk__actx *a,
 	*n = 0;
 	if (wlk__lock(m->b, &wake))
 		return false;
-	cds_list_for_each_entry(r, &a->pending, link) {
+	cds_list_for_each_entry(r, &m->pub.pending, link) {
 		uint32_t got[WLK_WATCH_MAX];
 		unsigned int k = 0;
 
-		if (r->settled || wlk__req(m->b, r->l->slot)->word !=
-					  WLK_WORD(r->l->gen, WLK_SLOT_PENDING))
+		const struct wlk__shm_lock *l;
+
+		if (r->settled)
 			continue;
-		all &= wlk__blockers_live(m->b, r->l->slot, &wake, got,
+		l = wlk__shm_l(r->l);
+		if (wlk__req(m->b, l->slot)->word !=
+		    WLK_WORD(l->gen, WLK_SLOT_PENDING))
+			continue;
+		all &= wlk__blockers_live(m->b, l->slot, &wake, got,
 					  WLK_WATCH_MAX, &k);
 		for (unsigned int i = 0; i < k; i++) {
 			if (wanted(agents, *n, got[i]))
@@ -155,7 +160,7 @@ static bool watch_lifelines(struct wlk__bucket *b, struct wlk__actx *a)
 }
 
 /* Make the pidfds match the live blockers of the pending requests. */
-void wlk__pidwatch_update(struct wlk_manager *m, struct wlk__actx *a)
+void wlk__pidwatch_update(struct wlk__shm_manager *m, struct wlk__actx *a)
 {
 	uint32_t agents[PIDFD_MAX];
 	unsigned int n;
@@ -163,7 +168,7 @@ void wlk__pidwatch_update(struct wlk_manager *m, struct wlk__actx *a)
 
 	/* Nothing waits: keep the pidfds for next time (their processes
 	 * are often the next blockers), and skip the segment mutex. */
-	if (cds_list_empty(&a->pending)) {
+	if (cds_list_empty(&m->pub.pending)) {
 		a->recheck = 0;
 		/* The lifeline thread need not wake for us, though. */
 		if (a->life_on)

@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 
-#include "api.h"
+#include "shm.h"
 
 /* Under the mutex: reap dead blockers of a pending request, arm the rest. */
 void wlk__watch_arm(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
@@ -67,7 +67,7 @@ static bool spin_grant(const uint32_t *word, uint32_t gen)
  * the signal's reason, WLK_ETIMEDOUT or WLK_ESTATE (manager closed), or an
  * error from the segment.
  */
-int wlk__wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
+int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 		    struct wlk_signal *sig, uint64_t deadline,
 		    struct wlk__watch *watch)
 {
@@ -101,10 +101,10 @@ int wlk__wait_grant(struct wlk_manager *m, uint32_t slot, uint32_t gen,
 			if (uatomic_read(&sig->reason))
 				return uatomic_read(&sig->reason);
 		}
-		v[n++] = (struct wlk__waitv){&m->close_word,
-					     uatomic_read(&m->close_word)};
+		v[n++] = (struct wlk__waitv){&m->pub.close_word,
+					     uatomic_read(&m->pub.close_word)};
 		cmm_smp_mb();
-		if (uatomic_read(&m->closed))
+		if (uatomic_read(&m->pub.closed))
 			return WLK_ESTATE;
 		for (unsigned int i = 0; i < watch->n; i++)
 			v[n++] = watch->v[i];
@@ -177,18 +177,18 @@ int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 
 /*
  * wlk__dropped() - why a request of @m is gone from under its waiter: the
- * manager was closed (WLK_ESTATE), which sets m->closed before it drops
+ * manager was closed (WLK_ESTATE), which sets m->pub.closed before it drops
  * the client's requests under the segment mutex; or, with the manager
  * open, a repair dropped it as damaged (WLK_ECORRUPT).
  */
-int wlk__dropped(struct wlk_manager *m)
+int wlk__dropped(struct wlk__shm_manager *m)
 {
-	return uatomic_read(&m->closed) ? WLK_ESTATE : WLK_ECORRUPT;
+	return uatomic_read(&m->pub.closed) ? WLK_ESTATE : WLK_ECORRUPT;
 }
 
 /*
  * wlk__after_wait() - spec 4.4 step 14, for the blocking wait (below) and
- * the event loop's (async_dispatch.c) alike: request (@slot, @gen) of @m
+ * the event loop's (async.c) alike: request (@slot, @gen) of @m
  * is no longer waited for. @gave_up: it was still PENDING, and its waiter
  * stops for @why (a signal's reason, WLK_ETIMEDOUT, WLK_EABORTED,
  * WLK_ESTATE): it is withdrawn, unless granted meanwhile. Otherwise @why
@@ -199,7 +199,7 @@ int wlk__dropped(struct wlk_manager *m)
  * Return: 0 with the lock held (granted, or stolen since: its release
  * says so), or why not, with nothing left queued or held.
  */
-int wlk__after_wait(struct wlk_manager *m, uint32_t slot, uint32_t gen,
+int wlk__after_wait(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 		    bool gave_up, int why, bool closing)
 {
 	struct wlk__bucket *b = m->b;
@@ -227,7 +227,7 @@ int wlk__after_wait(struct wlk_manager *m, uint32_t slot, uint32_t gen,
  * timeout (@deadline) or signal. Return: 0 once held, else why not
  * (nothing is left queued or held).
  */
-int wlk__wait_for(struct wlk_manager *m, struct wlk_lock *l,
+int wlk__wait_for(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		  const struct wlk_options *o, uint64_t deadline,
 		  struct wlk__watch *watch)
 {
@@ -242,7 +242,7 @@ int wlk__wait_for(struct wlk_manager *m, struct wlk_lock *l,
 				      watch);
 	if (why)
 		rc = wlk__after_wait(m, l->slot, l->gen, true, why,
-				     uatomic_read(&m->closed));
+				     uatomic_read(&m->pub.closed));
 	else
 		rc = wlk__after_wait(m, l->slot, l->gen, false,
 				     o->signal ? uatomic_read(&o->signal->reason)
@@ -258,7 +258,7 @@ int wlk__wait_for(struct wlk_manager *m, struct wlk_lock *l,
  * during it would add a holder to watch), so that the blockers are probed
  * once per wait, not twice.
  */
-void wlk__watch_init(struct wlk__bucket *b, struct wlk_lock *l,
+void wlk__watch_init(struct wlk__bucket *b, struct wlk__shm_lock *l,
 		     struct wlk__wake *wake, struct wlk__watch *watch)
 {
 	if (!wlk__spin_ok())
@@ -278,12 +278,12 @@ void wlk__watch_init(struct wlk__bucket *b, struct wlk_lock *l,
  * it the name inflates the name first. That is a grant too, as on the
  * mutex path (wlk__wait_for()): the release reports WLK_ESTOLEN and frees
  * the slot. The lane stays BUSY with the slot, as for an ordinary request
- * in the lane's slot (request.c).
+ * in the lane's slot (acquire.c).
  * Return: 0 with *@step WLK__STEP_HELD (held or stolen) or _MUTEX (ask
  * again; the lane's slot is back in it), or why not (nothing is left
  * queued or held).
  */
-int wlk__settle(struct wlk_manager *m, struct wlk_lock *l,
+int wlk__settle(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		enum wlk__step *step)
 {
 	static const struct wlk_options none; /* fast waiters have none */

@@ -35,7 +35,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "async_internal.h"
+#include "shm.h"
 
 /* Add @fd to an inner epoll instance (the watcher's own is wep). */
 int wlk__epoll_add(int epfd, int fd, uint32_t events)

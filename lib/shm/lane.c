@@ -19,7 +19,7 @@
  */
 #include <string.h>
 
-#include "api.h"
+#include "shm.h"
 
 /*
  * The name this thread found last, per thread: taking the same name again
@@ -37,12 +37,12 @@ struct memo {
 };
 static WLK_TLS struct memo memo;
 
-static bool memo_find(struct wlk__bucket *b, const struct wlk_lock *l,
+static bool memo_find(struct wlk__bucket *b, const struct wlk__shm_lock *l,
 		      uint64_t *hash, uint32_t *ni, uint32_t *ngen)
 {
-	if (memo.len != l->name_len || memo.seg_key[0] != b->seg_key[0] ||
+	if (memo.len != l->pub.name_len || memo.seg_key[0] != b->seg_key[0] ||
 	    memo.seg_key[1] != b->seg_key[1] || !memo.len ||
-	    memcmp(memo.name, l->name, l->name_len) != 0)
+	    memcmp(memo.name, l->pub.name, l->pub.name_len) != 0)
 		return false;
 	*hash = memo.hash;
 	*ni = memo.ni;
@@ -50,43 +50,43 @@ static bool memo_find(struct wlk__bucket *b, const struct wlk_lock *l,
 	return true;
 }
 
-static void memo_keep(struct wlk__bucket *b, const struct wlk_lock *l,
+static void memo_keep(struct wlk__bucket *b, const struct wlk__shm_lock *l,
 		      uint64_t hash, uint32_t ni, uint32_t ngen)
 {
-	if (l->name_len > WLK_SHORT_NAME || !l->name_len)
+	if (l->pub.name_len > WLK_SHORT_NAME || !l->pub.name_len)
 		return;
 	memo.seg_key[0] = b->seg_key[0];
 	memo.seg_key[1] = b->seg_key[1];
 	memo.hash = hash;
-	memo.len = (uint32_t)l->name_len;
+	memo.len = (uint32_t)l->pub.name_len;
 	memo.ni = ni;
 	memo.ngen = ngen;
-	memcpy(memo.name, l->name, l->name_len);
+	memcpy(memo.name, l->pub.name, l->pub.name_len);
 }
 
 /*
  * wlk__lane_unclaim() - @l's claimed slot goes back to its lane, RESERVED:
  * its fast wait was never adopted (under the mutex, wait.c).
  */
-void wlk__lane_unclaim(struct wlk_lock *l)
+void wlk__lane_unclaim(struct wlk__shm_lock *l)
 {
-	wlk__fast_unclaim_slot(l->m->b, &l->claim);
-	wlk__lane_put(&l->m->lanes[l->lane], l->slot, l->gen, true);
+	wlk__fast_unclaim_slot(wlk__shm_lm(l)->b, &l->claim);
+	wlk__lane_put(&wlk__shm_lm(l)->lanes[l->lane], l->slot, l->gen, true);
 }
 
 /* Find @l's name without the mutex: the memo, or a lookup. */
-static bool find(struct wlk__bucket *b, struct wlk_lock *l, uint32_t *ni,
+static bool find(struct wlk__bucket *b, struct wlk__shm_lock *l, uint32_t *ni,
 		 uint32_t *ngen, bool *memo_hit)
 {
 	uint64_t hash = 0;
 
 	*memo_hit = memo_find(b, l, &hash, ni, ngen);
 	if (!*memo_hit)
-		hash = wlk__name_hash(b, l->name, l->name_len);
+		hash = wlk__name_hash(b, l->pub.name, l->pub.name_len);
 	l->hash = hash; /* for the mutex path, if it comes to that */
 	l->hashed = true;
 	if (!*memo_hit) {
-		if (!wlk__name_peek(b, l->name, (uint32_t)l->name_len, hash,
+		if (!wlk__name_peek(b, l->pub.name, (uint32_t)l->pub.name_len, hash,
 				    ni, ngen))
 			return false;
 		memo_keep(b, l, hash, *ni, *ngen);
@@ -101,7 +101,7 @@ static bool find(struct wlk__bucket *b, struct wlk_lock *l, uint32_t *ni,
  * fast fields); _WAITING: enlisted (wlk__lane_await() next); _SLOW: no
  * reserved slot, unknown name, inflated, contended, a race: take the mutex.
  */
-enum wlk__fast wlk__lane_acquire(struct wlk_manager *m, struct wlk_lock *l,
+enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 				 bool may_wait)
 {
 	struct wlk__bucket *b = m->b;
@@ -116,7 +116,7 @@ enum wlk__fast wlk__lane_acquire(struct wlk_manager *m, struct wlk_lock *l,
 		return WLK__FAST_SLOW;
 	l->slot = lane->slot;
 	l->gen = lane->gen;
-	rc = wlk__fast_acquire(b, &l->claim, may_wait, &l->token);
+	rc = wlk__fast_acquire(b, &l->claim, may_wait, &l->pub.token);
 	if (caa_unlikely(rc == WLK__FAST_SLOW || rc == WLK__FAST_LOST)) {
 		wlk__lane_put(lane, l->slot, l->gen, rc == WLK__FAST_SLOW);
 		/* A remembered entry that went (evicted, reused) is no sign
@@ -136,9 +136,9 @@ enum wlk__fast wlk__lane_acquire(struct wlk_manager *m, struct wlk_lock *l,
  * wlk__lane_await() - spin until the fast word hands @l's name over.
  * Return: WLK__FAST_OK or _FROZEN: held; _SLOW: settle under the mutex.
  */
-enum wlk__fast wlk__lane_await(struct wlk_lock *l)
+enum wlk__fast wlk__lane_await(struct wlk__shm_lock *l)
 {
-	enum wlk__fast rc = wlk__fast_await(l->m->b, &l->claim, &l->token);
+	enum wlk__fast rc = wlk__fast_await(wlk__shm_lm(l)->b, &l->claim, &l->pub.token);
 
 	if (rc != WLK__FAST_SLOW)
 		l->fast = true;
@@ -149,7 +149,7 @@ enum wlk__fast wlk__lane_await(struct wlk_lock *l)
  * wlk__lane_fill() - under the mutex: put one free request slot in an
  * empty lane of @m, while the table is less than three quarters full.
  */
-void wlk__lane_fill(struct wlk_manager *m)
+void wlk__lane_fill(struct wlk__shm_manager *m)
 {
 	struct wlk__bucket *b = m->b;
 	struct wlk_seg_header *h = b->hdr;

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * acquire.c - the shared-memory engine's blocking request and release
+ * (struct wlk__engine's acquire and release).
+ *
+ * An acquire first tries the uncontended path (lane.c, over the name's
+ * fast word); otherwise the request is queued under the segment mutex
+ * (spec/ops.c), and its thread waits for the grant (wait.c).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "shm.h"
+
+/*
+ * A fast operation returned WLK__FAST_FROZEN: wait for the query copying
+ * the bucket to end (layout.h, QUERY); the operation stands. Out of line:
+ * the fast path keeps its small frame.
+ */
+static __attribute__((noinline, cold)) void freeze_wait(struct wlk__bucket *b)
+{
+	struct wlk__wake wake;
+
+	/* On an error the operation still stands; the next call reports
+	 * what is wrong with the segment. */
+	if (wlk__lock(b, &wake))
+		return;
+	/* Still set with the mutex ours: its query died copying. */
+	if (uatomic_read(&b->hdr->freeze))
+		uatomic_set(&b->hdr->freeze, 0);
+	wlk__unlock(b, &wake);
+}
+
+/* A fast lock released after its manager closed: its slot goes. */
+static void discard(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
+{
+	struct wlk__wake wake;
+
+	if (wlk__lock(b, &wake))
+		return;
+	wlk__fast_discard(b, slot, gen);
+	wlk__unlock(b, &wake);
+}
+
+/*
+ * Release @l's lock: by the fast path if it took it that way and its name
+ * is still not inflated, else under the mutex. A lock in a slot of one of
+ * the manager's lanes gives the slot back to the lane (kept RESERVED, gen
+ * + 1, by the mutex side); a fast-born lock whose manager was closed
+ * meanwhile has its slot discarded here.
+ */
+static int release_handle(struct wlk__shm_lock *l)
+{
+	struct wlk__shm_manager *m = wlk__shm_lm(l);
+	struct wlk__lane *lane = &m->lanes[l->lane];
+	enum wlk__fast f = l->fast ? wlk__lane_release(l) : WLK__FAST_SLOW;
+	int rc;
+
+	if (caa_unlikely(f == WLK__FAST_FROZEN))
+		freeze_wait(m->b);
+	if (f == WLK__FAST_OK || f == WLK__FAST_FROZEN) {
+		bool closed = uatomic_read(&m->pub.closed);
+
+		if (closed)
+			discard(m->b, l->slot, l->gen);
+		wlk__lane_put(lane, l->slot, l->gen, !closed);
+		return 0;
+	}
+	rc = wlk__release_slot(m->b, l->slot, l->gen, l->fast || l->laned);
+	if (l->fast || l->laned) {
+		/* A slot not kept (closed, stolen, gone) fails the lane's
+		 * next claim, which empties the lane. */
+		wlk__lane_put(lane, l->slot, l->gen + 1, rc == 0);
+		l->fast = l->laned = false;
+	}
+	return rc;
+}
+
+/* Queue the request and wait for its grant (wait.c). Return: 0 with
+ * *@step WLK__STEP_HELD or, for an if_available miss, WLK__STEP_MISS; or an
+ * error, nothing held. */
+static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
+		  const struct wlk_options *o, enum wlk__step *step)
+{
+	struct wlk__bucket *b = m->b;
+	struct wlk__wake wake;
+	struct wlk__enqueue e = {
+		.client = m->client,
+		.client_gen = m->client_gen,
+		.name = l->pub.name,
+		.name_len = (uint32_t)l->pub.name_len,
+		.mode = o->mode,
+		.if_available = o->if_available,
+		.steal = o->steal,
+		/* Hashed here, not under the mutex (the fast path did it
+		 * already, unless this is a steal). */
+		.hash = l->hashed ? l->hash
+				  : wlk__name_hash(m->b, l->pub.name,
+						  l->pub.name_len),
+	};
+	uint64_t deadline = wlk__deadline_ns(o->timeout_ns);
+	struct wlk__lane *lane = wlk__lane_take(m);
+	struct wlk__watch watch;
+	int rc;
+
+	/* A slot of our own, if a lane has one: no free-list traffic. */
+	e.own = lane ? lane->slot : WLK_NIL;
+	e.own_gen = lane ? lane->gen : 0;
+	/* A process stopped inside the critical section must not hold up
+	 * the timeout or the signal: they bound the wait for the mutex. */
+	rc = wlk__lock_until(b, &wake, deadline,
+			     o->signal ? &o->signal->reason : NULL);
+	if (rc) {
+		if (lane)
+			wlk__lane_put(lane, lane->slot, lane->gen, true);
+		return rc;
+	}
+	rc = wlk__request_reaping(b, &e, &wake, &l->slot, &l->gen);
+	if (lane) {
+		if (rc == 0 && l->slot == lane->slot) {
+			l->lane = (uint8_t)(lane - m->lanes);
+			l->laned = true; /* the lane stays BUSY with it */
+		} else {
+			wlk__lane_put(lane, lane->slot, lane->gen,
+				      wlk__req(b, lane->slot)->word ==
+					      WLK_WORD(lane->gen,
+						       WLK_SLOT_RESERVED));
+		}
+	}
+	if (rc >= 0)
+		wlk__lane_fill(m);
+	if (rc == 0)
+		wlk__watch_init(b, l, &wake, &watch);
+	wlk__unlock(b, &wake);
+	if (rc == WLK__UNAVAILABLE)
+		*step = WLK__STEP_MISS;
+	if (rc)
+		return rc == WLK__UNAVAILABLE ? 0 : rc;
+	*step = WLK__STEP_HELD;
+	return wlk__wait_for(m, l, o, deadline, &watch);
+}
+
+/*
+ * The uncontended path (lane.c), with the checks a grant gets on the slow
+ * path: a manager closed meanwhile, a signal aborted meanwhile (spec 4.4
+ * step 14.1). A request with neither timeout nor signal may also wait
+ * there as the name's fast waiter, on a machine where spinning pays.
+ * Return: 0 with *@step WLK__STEP_HELD (@l holds), _MUTEX (request it
+ * under the mutex) or _SETTLE (a fast waiter not handed the name); or an
+ * error, nothing held.
+ */
+static int fast(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
+		const struct wlk_options *o, enum wlk__step *step)
+{
+	bool may_wait = !o->signal && !o->timeout_ns && !o->if_available &&
+			wlk__spin_ok();
+	enum wlk__fast f = wlk__lane_acquire(m, l, may_wait);
+	int why;
+
+	*step = WLK__STEP_SETTLE;
+	if (f == WLK__FAST_WAITING) {
+		f = wlk__lane_await(l);
+		if (f == WLK__FAST_SLOW)
+			return 0;
+	}
+	*step = WLK__STEP_MUTEX;
+	if (f == WLK__FAST_SLOW)
+		return 0;
+	*step = WLK__STEP_HELD;
+	if (f == WLK__FAST_FROZEN)
+		freeze_wait(m->b);
+	why = uatomic_read(&m->pub.closed) ? WLK_ESTATE
+	      : o->signal		? uatomic_read(&o->signal->reason)
+					: 0;
+	if (!why)
+		return 0;
+	release_handle(l);
+	return why;
+}
+
+/*
+ * @l's request was granted on the mutex path (or settled): take its token,
+ * and, if it was granted through the fast word (queue.c), the name entry it
+ * is released by there. That index is read from the segment, so it is
+ * bounded here, once: a damaged one would send the release, and the waits
+ * of later fast waiters on it, anywhere. Return: 0, or WLK_ECORRUPT with
+ * the slot freed (the repair then takes the name's fast word back from
+ * it).
+ */
+static int take_grant(struct wlk__shm_manager *m, struct wlk__shm_lock *l)
+{
+	struct wlk_seg_request *r = wlk__req(m->b, l->slot);
+	uint32_t ni;
+
+	l->pub.token = uatomic_read(&r->token);
+	if (wlk__word_load(&r->word) != WLK_WORD(l->gen, WLK_SLOT_FAST))
+		return 0;
+	ni = uatomic_read(&r->name);
+	if (ni >= m->b->geo.max_names) {
+		wlk__release_slot(m->b, l->slot, l->gen, false);
+		return wlk__corrupt(m->b);
+	}
+	l->fast = true;
+	l->fast_name = ni;
+	l->fast_ngen = uatomic_read(&r->name_gen);
+	return 0;
+}
+
+/*
+ * wlk__shm_acquire() - struct wlk__engine's acquire: the fast path, a fast
+ * waiter's settling, or the mutex path, then the grant.
+ */
+int wlk__shm_acquire(struct wlk_manager *pub, struct wlk_lock *lpub,
+		     const struct wlk_options *o, bool *held)
+{
+	struct wlk__shm_manager *m = wlk__shm_m(pub);
+	struct wlk__shm_lock *l = wlk__shm_l(lpub);
+	enum wlk__step step = WLK__STEP_MUTEX;
+	int rc;
+
+	rc = o->steal ? 0 : fast(m, l, o, &step);
+	if (!rc && step == WLK__STEP_HELD) {
+		*held = true;
+		return 0;
+	}
+	if (!rc && step == WLK__STEP_SETTLE)
+		rc = wlk__settle(m, l, &step);
+	if (!rc && step == WLK__STEP_MUTEX)
+		rc = obtain(m, l, o, &step);
+	if (!rc && step == WLK__STEP_HELD)
+		rc = take_grant(m, l);
+	if ((rc || step != WLK__STEP_HELD) && l->laned) /* its slot went */
+		wlk__lane_put(&m->lanes[l->lane], l->slot, l->gen, false);
+	if (!rc)
+		*held = step == WLK__STEP_HELD;
+	return rc;
+}
+
+/* wlk__shm_release() - struct wlk__engine's release. */
+int wlk__shm_release(struct wlk_lock *l)
+{
+	return release_handle(wlk__shm_l(l));
+}

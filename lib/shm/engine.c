@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine.c - the shared-memory engine as the API layer sees it (struct
+ * wlk__engine, engine.h): a manager is a client slot in the bucket's
+ * segment, mapped once per process (registry.c); a lock is a request slot.
+ * The blocking path is acquire.c's, the async path async.c's; what is
+ * left is here: becoming a client and leaving, and the lookers (query,
+ * validation) over the segment.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shm.h"
+
+static int shm_open(struct wlk_manager *pub, const char *origin,
+		    const struct wlk_manager_options *o)
+{
+	struct wlk__shm_manager *m = wlk__shm_m(pub);
+	uint64_t now = wlk__realtime_ns();
+	struct wlk__wake wake;
+	int rc;
+
+	rc = wlk__bucket_get(origin, o, &m->b);
+	if (rc)
+		return rc;
+	/* The CPU count, read once per process (sysconf reads /sys): here,
+	 * not on its first use under the segment mutex (wlk__watch_init()). */
+	(void)wlk__spin_ok();
+	rc = wlk__lock(m->b, &wake);
+	if (!rc) {
+		rc = wlk__client_alloc(m->b, pub->client_id,
+				       strlen(pub->client_id), now, &m->client);
+		if (!rc)
+			m->client_gen = WLK_WORD_GEN(
+				wlk__client(m->b, m->client)->word);
+		wlk__unlock(m->b, &wake);
+	}
+	if (rc) {
+		wlk__bucket_put(m->b);
+		return rc;
+	}
+	pub->max_name_len = m->b->geo.max_name_len;
+	return 0;
+}
+
+/* The client goes: its locks are released, its requests dropped. */
+static void shm_close(struct wlk_manager *pub)
+{
+	struct wlk__shm_manager *m = wlk__shm_m(pub);
+	struct wlk__wake wake;
+
+	if (!wlk__lock(m->b, &wake)) {
+		wlk__drop_client(m->b, m->client, false, &wake);
+		wlk__unlock(m->b, &wake);
+	}
+}
+
+static void shm_free(struct wlk_manager *pub)
+{
+	wlk__bucket_put(wlk__shm_m(pub)->b);
+}
+
+static int shm_remove(const char *origin,
+		      const struct wlk_manager_options *o)
+{
+	uint8_t key[WLK_KEY_BYTES];
+	char shm_name[WLK_SHM_NAME_MAX];
+	int rc = wlk__bucket_key(origin, o, key, shm_name);
+
+	return rc ? rc : wlk__segment_remove(shm_name);
+}
+
+static void shm_lock_init(struct wlk_lock *pub)
+{
+	struct wlk__shm_lock *l = wlk__shm_l(pub);
+
+	l->mode = pub->mode;
+	l->fast = false;
+	l->laned = false;
+	l->lane = 0;
+	l->hashed = false;
+}
+
+static bool shm_stolen(const struct wlk_lock *pub)
+{
+	const struct wlk__shm_lock *l = wlk__shm_cl(pub);
+
+	return wlk__word_load(&wlk__req(wlk__shm_m(pub->m)->b, l->slot)
+				       ->word) == WLK_WORD(l->gen,
+							   WLK_SLOT_STOLEN);
+}
+
+static int shm_query(struct wlk_manager *pub, struct wlk_snapshot **out)
+{
+	return wlk__snapshot_take(wlk__shm_m(pub)->b, out);
+}
+
+static int shm_validate(struct wlk_manager *pub, wlk_violation_cb cb,
+			void *arg)
+{
+	return wlk__validate(wlk__shm_m(pub)->b, true, cb, arg);
+}
+
+const struct wlk__engine wlk__shm_engine = {
+	.name = "shm",
+	.manager_size = sizeof(struct wlk__shm_manager),
+	.lock_size = sizeof(struct wlk__shm_lock),
+	.open = shm_open,
+	.close = shm_close,
+	.free = shm_free,
+	.remove = shm_remove,
+	.lock_init = shm_lock_init,
+	.acquire = wlk__shm_acquire,
+	.release = wlk__shm_release,
+	.stolen = shm_stolen,
+	.query = shm_query,
+	.validate = shm_validate,
+	.async_open = wlk__shm_async_open,
+	.async_fd = wlk__shm_async_fd,
+	.async_watch_fd = wlk__shm_async_watch_fd,
+	.async_ring = wlk__shm_async_ring,
+	.async_request = wlk__shm_async_request,
+	.async_drain = wlk__shm_async_drain,
+	.async_settle = wlk__shm_async_settle,
+	.async_arm = wlk__shm_async_arm,
+	.async_close = wlk__shm_async_close,
+};

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm.h - the shared-memory engine: a bucket's lock state in one POSIX
+ * shared-memory segment (the layers below), reached by the API layer
+ * through wlk__shm_engine (engine.c). What its files share: the engine's
+ * manager and lock, the lanes a manager keeps for the fast path, the wait
+ * for a grant, and the async context.
+ */
+#ifndef WLK_SHM_H
+#define WLK_SHM_H
+
+#include "engine.h"
+#include "attach.h"
+#include "inspect_internal.h"
+
+/*
+ * A request slot a manager keeps in reserve for the fast path (lane.c):
+ * EMPTY (no slot), READY (slot RESERVED, free to take), BUSY (taken by one
+ * thread). @state changes only through lane.c's functions, and a BUSY lane
+ * only by the thread that made it BUSY.
+ */
+enum { WLK_LANE_EMPTY = 0, WLK_LANE_READY = 1, WLK_LANE_BUSY = 2 };
+struct wlk__lane {
+	uint32_t state; /* [A] */
+	uint32_t slot;
+	uint32_t gen;
+};
+
+/* The engine's manager: a client slot in the bucket's segment. */
+struct wlk__shm_manager {
+	struct wlk_manager pub;
+	struct wlk__bucket *b;
+	uint32_t client;         /* client slot and its gen */
+	uint32_t client_gen;
+	struct wlk__actx *actx;  /* async state (async.c), under pub.amu */
+	struct wlk__lane lanes[WLK_LANES];
+};
+
+/* The engine's lock: a request slot. */
+struct wlk__shm_lock {
+	struct wlk_lock pub;
+	/*
+	 * Its request slot, gen and mode, and, taken by the fast path, the
+	 * name entry whose fast word holds it: one struct wlk__fast_claim,
+	 * which the fast path hands to fastword.c as it is, without a copy.
+	 */
+	union {
+		struct wlk__fast_claim claim;
+		struct {
+			uint32_t fast_name;
+			uint32_t fast_ngen;
+			uint32_t slot;
+			uint32_t gen;
+			enum wlk_mode mode;
+		};
+	};
+	/* The name's hash in its segment, once the fast path computed it. */
+	bool hashed;
+	uint64_t hash;
+	/* Its slot is a lane's (m->lanes[lane]): taken by the fast path
+	 * (@fast), or the mutex path used the lane's slot (@laned). */
+	bool laned;
+	bool fast;
+	uint8_t lane;
+};
+
+#define WLK__CLAIM_IS(field, as)                                              \
+	_Static_assert(offsetof(struct wlk__shm_lock, field) ==               \
+			       offsetof(struct wlk__shm_lock, claim.as),      \
+		       "struct wlk__shm_lock: " #field " is claim." #as)
+WLK__CLAIM_IS(fast_name, ni);
+WLK__CLAIM_IS(fast_ngen, ngen);
+WLK__CLAIM_IS(slot, slot);
+WLK__CLAIM_IS(gen, gen);
+WLK__CLAIM_IS(mode, mode);
+#undef WLK__CLAIM_IS
+
+/* The engine's objects from the API layer's: the base is at offset 0. */
+static inline struct wlk__shm_manager *wlk__shm_m(struct wlk_manager *m)
+{
+	return caa_container_of(m, struct wlk__shm_manager, pub);
+}
+
+static inline struct wlk__shm_lock *wlk__shm_l(struct wlk_lock *l)
+{
+	return caa_container_of(l, struct wlk__shm_lock, pub);
+}
+
+static inline const struct wlk__shm_lock *
+wlk__shm_cl(const struct wlk_lock *l)
+{
+	return caa_container_of(l, const struct wlk__shm_lock, pub);
+}
+
+/* The manager of the engine's lock @l. */
+static inline struct wlk__shm_manager *wlk__shm_lm(struct wlk__shm_lock *l)
+{
+	return wlk__shm_m(l->pub.m);
+}
+
+/* lane.c: the one owner of lane state, and the fast path through it. */
+void wlk__lane_fill(struct wlk__shm_manager *m) WLK_INTERNAL;
+void wlk__lane_unclaim(struct wlk__shm_lock *l) WLK_INTERNAL;
+enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
+				 struct wlk__shm_lock *l,
+				 bool may_wait) WLK_INTERNAL;
+enum wlk__fast wlk__lane_await(struct wlk__shm_lock *l) WLK_INTERNAL;
+
+/*
+ * wlk__lane_grab() - make a lane of @m in @state BUSY, or NULL. Plain
+ * reads first: a CAS on a lane that cannot match would cost for nothing.
+ * Inline, with wlk__lane_take() and wlk__lane_put(), for the uncontended
+ * path; lane.c's, like the rest of lane state.
+ */
+static inline struct wlk__lane *wlk__lane_grab(struct wlk__shm_manager *m,
+					       uint32_t state)
+{
+	for (unsigned int i = 0; i < WLK_LANES; i++)
+		if (uatomic_read(&m->lanes[i].state) == state &&
+		    uatomic_cmpxchg(&m->lanes[i].state, state,
+				    WLK_LANE_BUSY) == state)
+			return &m->lanes[i];
+	return NULL;
+}
+
+/* wlk__lane_take() - take a READY lane of @m (BUSY then), or NULL. */
+static inline struct wlk__lane *wlk__lane_take(struct wlk__shm_manager *m)
+{
+	return wlk__lane_grab(m, WLK_LANE_READY);
+}
+
+/*
+ * wlk__lane_put() - the BUSY @lane is done with: READY with slot @slot in
+ * gen @gen, if @ready (the slot is RESERVED for this client in that gen),
+ * else EMPTY (the slot went: closed, stolen, reclaimed).
+ */
+static inline void wlk__lane_put(struct wlk__lane *lane, uint32_t slot,
+				 uint32_t gen, bool ready)
+{
+	lane->slot = slot;
+	lane->gen = gen;
+	uatomic_set(&lane->state, ready ? WLK_LANE_READY : WLK_LANE_EMPTY);
+}
+
+/*
+ * wlk__lane_release() - release a lock held through the fast word; its
+ * slot is RESERVED again, and its lane still BUSY: the caller puts it
+ * back (wlk__lane_put()). Inline: the uncontended release.
+ * Return: WLK__FAST_OK or _FROZEN: released; _SLOW: the name was inflated
+ * meanwhile: release it under the mutex.
+ */
+static inline enum wlk__fast wlk__lane_release(struct wlk__shm_lock *l)
+{
+	enum wlk__fast rc = wlk__fast_let_go(wlk__shm_lm(l)->b, &l->claim);
+
+	if (rc != WLK__FAST_SLOW)
+		l->fast = false;
+	return rc;
+}
+
+/* wait.c: the lifelines a waiter sleeps on besides its request (reap.c) */
+struct wlk__watch {
+	struct wlk__waitv v[WLK_WATCH_MAX];
+	unsigned int n;
+	bool complete; /* every blocker is watched */
+	bool stale;    /* recompute before sleeping again */
+};
+void wlk__watch_arm(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		    struct wlk__wake *wake, struct wlk__watch *w) WLK_INTERNAL;
+int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
+		    struct wlk_signal *sig, uint64_t deadline,
+		    struct wlk__watch *watch) WLK_INTERNAL;
+int wlk__wait_for(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
+		  const struct wlk_options *o, uint64_t deadline,
+		  struct wlk__watch *watch) WLK_INTERNAL;
+void wlk__watch_init(struct wlk__bucket *b, struct wlk__shm_lock *l,
+		     struct wlk__wake *wake, struct wlk__watch *watch)
+	WLK_INTERNAL;
+/* Where a blocking request stands between the steps of an acquire. */
+enum wlk__step {
+	WLK__STEP_HELD,   /* granted (perhaps stolen since): take the grant */
+	WLK__STEP_MISS,   /* an if_available miss: no lock */
+	WLK__STEP_MUTEX,  /* request it under the mutex */
+	WLK__STEP_SETTLE, /* a fast waiter not handed the name: wlk__settle() */
+};
+int wlk__settle(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
+		enum wlk__step *step) WLK_INTERNAL;
+int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		      bool keep) WLK_INTERNAL;
+int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+		 bool closing) WLK_INTERNAL;
+int wlk__dropped(struct wlk__shm_manager *m) WLK_INTERNAL;
+int wlk__after_wait(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
+		    bool gave_up, int why, bool closing) WLK_INTERNAL;
+
+/* acquire.c: the blocking request and the release. */
+int wlk__shm_acquire(struct wlk_manager *m, struct wlk_lock *l,
+		     const struct wlk_options *o, bool *held) WLK_INTERNAL;
+int wlk__shm_release(struct wlk_lock *l) WLK_INTERNAL;
+
+/*
+ * The async context (async.c): a doorbell (doorbell.c), an eventfd that
+ * granters ring directly and that is the manager's descriptor, and an
+ * inner epoll instance holding a timer for deadlines, the event
+ * descriptors of abort signals, pidfds of the processes pending requests
+ * wait behind and the doorbell's fallback socket, which the process's
+ * watcher thread turns into a ring (watcher.c). Under m->pub.amu.
+ */
+struct pidwatch {
+	uint32_t agent, gen;
+	int fd;
+	uint32_t life; /* its lifeline word, armed (async_pid.c) */
+};
+
+struct wlk__actx {
+	int epfd, tfd; /* the inner epoll instance (watcher.c), the timer */
+	struct wlk__bell bell; /* its eventfd is wlk_manager_fd() */
+	int inner_fired;       /* [A] the watcher saw the inner instance
+				* readable: consume it, then re-arm */
+	uint64_t wkey;         /* the watcher's key for it (under its mutex) */
+	unsigned long wfork;   /* the fork generation it was watched in */
+	struct cds_list_head wlink; /* in the watcher's list */
+	struct pidwatch pid[PIDFD_MAX];
+	unsigned int n_pid;
+	/* Their lifelines, for the lifeline thread; under its mutex. */
+	struct wlk__waitv life[PIDFD_MAX];
+	unsigned int n_life;
+	bool life_on; /* some were handed to it (under amu) */
+	uint64_t recheck; /* a blocker is not watched: look again then */
+	bool timer_armed;  /* the timerfd may fire: read it when draining */
+};
+
+/* async.c: the engine's async operations (struct wlk__engine). */
+int wlk__shm_async_open(struct wlk_manager *m) WLK_INTERNAL;
+int wlk__shm_async_fd(struct wlk_manager *m) WLK_INTERNAL;
+int wlk__shm_async_watch_fd(struct wlk_manager *m, int fd) WLK_INTERNAL;
+void wlk__shm_async_ring(struct wlk_manager *m) WLK_INTERNAL;
+int wlk__shm_async_request(struct wlk_manager *m, struct wlk_async *r,
+			   const struct wlk_options *o) WLK_INTERNAL;
+void wlk__shm_async_drain(struct wlk_manager *m) WLK_INTERNAL;
+void wlk__shm_async_settle(struct wlk_manager *m, struct wlk_async *r,
+			   int why) WLK_INTERNAL;
+void wlk__shm_async_arm(struct wlk_manager *m) WLK_INTERNAL;
+void wlk__shm_async_close(struct wlk_manager *m) WLK_INTERNAL;
+
+/* watcher.c */
+int wlk__epoll_add(int epfd, int fd, uint32_t events) WLK_INTERNAL;
+int wlk__watcher_add(struct wlk__actx *a) WLK_INTERNAL;
+void wlk__watcher_rearm(struct wlk__actx *a) WLK_INTERNAL;
+void wlk__watcher_del(struct wlk__actx *a) WLK_INTERNAL;
+bool wlk__watcher_lifelines(struct wlk__actx *a, const struct wlk__waitv *v,
+			    unsigned int n) WLK_INTERNAL;
+
+/* async_pid.c */
+void wlk__pidwatch_fired(struct wlk__actx *a, int fd) WLK_INTERNAL;
+void wlk__pidwatch_update(struct wlk__shm_manager *m, struct wlk__actx *a)
+	WLK_INTERNAL;
+
+#endif /* WLK_SHM_H */
