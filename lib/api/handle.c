@@ -102,6 +102,5 @@ struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 	l->name = (char *)l + head;
 	memcpy(l->name, name, len);
 	l->name[len] = '\0';
-	m->e->lock_init(l);
 	return l;
 }

@@ -60,7 +60,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bump on any change to this file; it is part of the segment name too. */
+/* Bump on any change to the format this file describes (a new bit, field,
+ * size or meaning; not a new way of writing the same one, which the
+ * asserts pin); it is part of the segment name too. */
 #define WLK_LAYOUT_VERSION 6u
 #define WLK_SEG_MAGIC "WEBLOCKS"
 #define WLK_SEG_MAGIC_LEN 8
@@ -148,13 +150,24 @@ enum wlk_slot_state {
  * (its query died copying). Uncontended, this costs one load of a line
  * only queries write.
  */
-#define WLK_FAST_GEN_SHIFT 35u
-#define WLK_FAST_ON (1ull << 34)
-#define WLK_FAST_WAIT (1ull << 33)
-#define WLK_FAST_SHARED (1ull << 32)
-#define WLK_FAST_HOLDER_SHIFT 9u
-#define WLK_FAST_HOLDER_MASK ((1ull << 23) - 1u)
-#define WLK_FAST_SGEN_MASK ((1ull << WLK_FAST_HOLDER_SHIFT) - 1u)
+/*
+ * The fields of the fast word, low to high, by their widths; every shift
+ * and mask below is derived from these three and the slot word's, and the
+ * asserts after them pin the result to the bit map above (a change is a
+ * new layout version).
+ */
+#define WLK_FAST_SGEN_BITS 9u    /* the low bits of the holder's gen */
+#define WLK_FAST_HOLDER_BITS 23u /* holder slot + 1 */
+#define WLK_SLOT_GEN_BITS (32u - WLK_STATE_BITS) /* a slot word's gen */
+
+#define WLK_FAST_HOLDER_SHIFT WLK_FAST_SGEN_BITS
+#define WLK_FAST_SHARED_BIT (WLK_FAST_HOLDER_SHIFT + WLK_FAST_HOLDER_BITS)
+#define WLK_FAST_SHARED (1ull << WLK_FAST_SHARED_BIT)
+#define WLK_FAST_WAIT (1ull << (WLK_FAST_SHARED_BIT + 1u))
+#define WLK_FAST_ON (1ull << (WLK_FAST_SHARED_BIT + 2u))
+#define WLK_FAST_GEN_SHIFT (WLK_FAST_SHARED_BIT + 3u)
+#define WLK_FAST_HOLDER_MASK ((1ull << WLK_FAST_HOLDER_BITS) - 1u)
+#define WLK_FAST_SGEN_MASK ((1ull << WLK_FAST_SGEN_BITS) - 1u)
 /* The holder or waiter part: slot + 1, its gen, SHARED. */
 #define WLK_FAST_WHO_MASK                                                     \
 	(WLK_FAST_SHARED | (WLK_FAST_HOLDER_MASK << WLK_FAST_HOLDER_SHIFT) |  \
@@ -165,11 +178,14 @@ enum wlk_slot_state {
  * claims of one slot, so a CAS that clears an old claim cannot clear a
  * new one.
  */
-#define WLK_CLAIM_GEN_SHIFT 35u
+#define WLK_CLAIM_GEN_SHIFT (WLK_FAST_SHARED_BIT + 3u)
+#define WLK_CLAIM_HIGH_BITS (WLK_SLOT_GEN_BITS - WLK_FAST_SGEN_BITS)
 #define WLK_CLAIM(who, gen)                                                   \
 	((who) | ((uint64_t)((gen) >> WLK_FAST_HOLDER_SHIFT)                  \
 		  << WLK_CLAIM_GEN_SHIFT))
-#define WLK_CLAIM_MASK (WLK_FAST_WHO_MASK | (0xfffffull << WLK_CLAIM_GEN_SHIFT))
+#define WLK_CLAIM_MASK                                                        \
+	(WLK_FAST_WHO_MASK |                                                  \
+	 (((1ull << WLK_CLAIM_HIGH_BITS) - 1u) << WLK_CLAIM_GEN_SHIFT))
 #define WLK_CLAIM_GEN(c)                                                      \
 	((uint32_t)(((c) >> WLK_CLAIM_GEN_SHIFT) << WLK_FAST_HOLDER_SHIFT) |  \
 	 WLK_FAST_SGEN(c))
@@ -181,6 +197,16 @@ enum wlk_slot_state {
 #define WLK_FAST_HOLDER1(f)                                                   \
 	((uint32_t)(((f) >> WLK_FAST_HOLDER_SHIFT) & WLK_FAST_HOLDER_MASK))
 #define WLK_FAST_SGEN(f) ((uint32_t)((f) & WLK_FAST_SGEN_MASK))
+
+_Static_assert(WLK_FAST_HOLDER_SHIFT == 9 && WLK_FAST_SHARED_BIT == 32 &&
+		       WLK_FAST_WAIT == 1ull << 33 &&
+		       WLK_FAST_ON == 1ull << 34 && WLK_FAST_GEN_SHIFT == 35,
+	       "the fast word's bit map (above) moved");
+_Static_assert(64u - WLK_FAST_GEN_SHIFT == WLK_SLOT_GEN_BITS,
+	       "a name's whole gen fits above the fast word's flags");
+_Static_assert(WLK_CLAIM_GEN_SHIFT + WLK_CLAIM_HIGH_BITS <= 64u &&
+		       WLK_CLAIM_HIGH_BITS == 20u,
+	       "a claim holds a slot's whole gen (bits 54..35)");
 
 /* wlk_seg_request.flags */
 #define WLK_REQF_ASYNC 0x1u /* its waiter polls a doorbell, not the word */

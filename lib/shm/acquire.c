@@ -208,23 +208,16 @@ static int take_grant(struct wlk__shm_manager *m, struct wlk__shm_lock *l)
 }
 
 /*
- * wlk__shm_acquire() - struct wlk__engine's acquire: the fast path, a fast
- * waiter's settling, or the mutex path, then the grant.
+ * The rest of an acquire, after the fast path (@step from it) or for a
+ * steal: a fast waiter's settling, or the mutex path, then the grant.
  */
-int wlk__shm_acquire(struct wlk_manager *pub, struct wlk_lock *lpub,
-		     const struct wlk_options *o, bool *held)
+static __attribute__((noinline)) int
+acquire_slow(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
+	     const struct wlk_options *o, enum wlk__step step, bool *held)
 {
-	struct wlk__shm_manager *m = wlk__shm_m(pub);
-	struct wlk__shm_lock *l = wlk__shm_l(lpub);
-	enum wlk__step step = WLK__STEP_MUTEX;
-	int rc;
+	int rc = 0;
 
-	rc = o->steal ? 0 : fast(m, l, o, &step);
-	if (!rc && step == WLK__STEP_HELD) {
-		*held = true;
-		return 0;
-	}
-	if (!rc && step == WLK__STEP_SETTLE)
+	if (step == WLK__STEP_SETTLE)
 		rc = wlk__settle(m, l, &step);
 	if (!rc && step == WLK__STEP_MUTEX)
 		rc = obtain(m, l, o, &step);
@@ -237,8 +230,33 @@ int wlk__shm_acquire(struct wlk_manager *pub, struct wlk_lock *lpub,
 	return rc;
 }
 
-/* wlk__shm_release() - struct wlk__engine's release. */
-int wlk__shm_release(struct wlk_lock *l)
+/*
+ * wlk__shm_acquire() - struct wlk__engine's acquire: the fast path, and
+ * what follows when it does not grant.
+ */
+int wlk__shm_acquire(struct wlk_manager *pub, struct wlk_lock *lpub,
+		     const struct wlk_options *o, bool *held)
 {
-	return release_handle(wlk__shm_l(l));
+	struct wlk__shm_manager *m = wlk__shm_m(pub);
+	struct wlk__shm_lock *l = wlk__shm_l(lpub);
+	enum wlk__step step = WLK__STEP_MUTEX;
+	int rc;
+
+	wlk__shm_lock_init(l);
+	rc = o->steal ? 0 : fast(m, l, o, &step);
+	if (rc)
+		return rc;
+	if (step == WLK__STEP_HELD) {
+		*held = true;
+		return 0;
+	}
+	return acquire_slow(m, l, o, step, held);
+}
+
+/* wlk__shm_release() - struct wlk__engine's release. */
+int wlk__shm_release(struct wlk_lock *pub)
+{
+	struct wlk__shm_lock *l = wlk__shm_l(pub);
+
+	return release_handle(l);
 }

@@ -223,9 +223,11 @@ int wlk__shm_async_request(struct wlk_manager *pub, struct wlk_async *r,
 		.hash = wlk__name_hash(m->b, l->pub.name, l->pub.name_len),
 		.own = WLK_NIL,
 	};
-	int rc = wlk__lock_until(m->b, &wake, r->deadline,
-				 r->sig ? &r->sig->reason : NULL);
+	int rc;
 
+	wlk__shm_lock_init(l);
+	rc = wlk__lock_until(m->b, &wake, r->deadline,
+			     r->sig ? &r->sig->reason : NULL);
 	if (!rc) {
 		rc = wlk__request_reaping(m->b, &e, &wake, &l->slot, &l->gen);
 		wlk__unlock(m->b, &wake);

@@ -71,17 +71,6 @@ static int shm_remove(const char *origin,
 	return rc ? rc : wlk__segment_remove(shm_name);
 }
 
-static void shm_lock_init(struct wlk_lock *pub)
-{
-	struct wlk__shm_lock *l = wlk__shm_l(pub);
-
-	l->mode = pub->mode;
-	l->fast = false;
-	l->laned = false;
-	l->lane = 0;
-	l->hashed = false;
-}
-
 static bool shm_stolen(const struct wlk_lock *pub)
 {
 	const struct wlk__shm_lock *l = wlk__shm_cl(pub);
@@ -110,7 +99,6 @@ const struct wlk__engine wlk__shm_engine = {
 	.close = shm_close,
 	.free = shm_free,
 	.remove = shm_remove,
-	.lock_init = shm_lock_init,
 	.acquire = wlk__shm_acquire,
 	.release = wlk__shm_release,
 	.stolen = shm_stolen,

@@ -98,6 +98,16 @@ static inline struct wlk__shm_manager *wlk__shm_lm(struct wlk__shm_lock *l)
 	return wlk__shm_m(l->pub.m);
 }
 
+/* The engine's part of a new handle, which the API layer leaves to it. */
+static inline void wlk__shm_lock_init(struct wlk__shm_lock *l)
+{
+	l->mode = l->pub.mode;
+	l->fast = false;
+	l->laned = false;
+	l->lane = 0;
+	l->hashed = false;
+}
+
 /* lane.c: the one owner of lane state, and the fast path through it. */
 void wlk__lane_fill(struct wlk__shm_manager *m) WLK_INTERNAL;
 void wlk__lane_unclaim(struct wlk__shm_lock *l) WLK_INTERNAL;
