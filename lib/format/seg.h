@@ -84,7 +84,16 @@ struct wlk__bucket {
 	uint32_t agent_gen;
 };
 
-/* Typed access to the tables. Callers bound the index first. */
+/*
+ * Typed access to the tables. The segment is untrusted input: an index
+ * read from it (a list link, a request's name or client, a hash chain) is
+ * read once into a local and goes through a checked accessor,
+ * wlk__req_at() and the like, which yields NULL for an index outside its
+ * table, so that the caller returns an error (wlk__corrupt()) instead of
+ * reading anywhere. The unchecked ones below them take indices this
+ * process already bounded: its own agent and client slots, the slots its
+ * handles and lanes got from the allocator, a loop's counter.
+ */
 static inline struct wlk_seg_agent *wlk__agent(const struct wlk__bucket *b,
 					       uint32_t i)
 {
@@ -118,6 +127,47 @@ static inline struct wlk_seg_request *wlk__req(const struct wlk__bucket *b,
 static inline uint32_t *wlk__hash_heads(const struct wlk__bucket *b)
 {
 	return (uint32_t *)(b->base + b->geo.off_hash);
+}
+
+/* Checked access: the slot, or NULL if @i is outside its table. */
+static inline struct wlk_seg_agent *wlk__agent_at(const struct wlk__bucket *b,
+						  uint32_t i)
+{
+	return i < b->geo.max_agents ? wlk__agent(b, i) : NULL;
+}
+
+static inline struct wlk_seg_client *
+wlk__client_at(const struct wlk__bucket *b, uint32_t i)
+{
+	return i < b->geo.max_clients ? wlk__client(b, i) : NULL;
+}
+
+static inline struct wlk_seg_name *wlk__name_at(const struct wlk__bucket *b,
+						uint32_t i)
+{
+	return i < b->geo.max_names ? wlk__name(b, i) : NULL;
+}
+
+static inline struct wlk_seg_request *
+wlk__req_at(const struct wlk__bucket *b, uint32_t i)
+{
+	return i < b->geo.max_requests ? wlk__req(b, i) : NULL;
+}
+
+/*
+ * A list link read from the segment: WLK_NIL (the end) or a request index
+ * inside the table. Every walk of a request list also counts its steps
+ * and stops, as damage, past the table's size (wlk__walk_ok()): a cycle
+ * in a damaged list must not hang the walker.
+ */
+static inline bool wlk__link_ok(const struct wlk__bucket *b, uint32_t i)
+{
+	return i == WLK_NIL || i < b->geo.max_requests;
+}
+
+static inline bool wlk__walk_ok(const struct wlk__bucket *b, uint32_t steps)
+{
+	return steps < b->geo.max_requests;
 }
 
 /*

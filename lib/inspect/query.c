@@ -80,16 +80,15 @@ static int qbuf_alloc(struct qbuf *q, size_t names, size_t ents, size_t cids,
 static uint32_t copy_client(struct wlk__bucket *b, struct qbuf *q,
 			    uint32_t ci)
 {
-	struct wlk_seg_client *c;
+	const struct wlk_seg_client *c = wlk__client_at(b, ci);
 	uint32_t len;
 
-	if (ci >= b->geo.max_clients)
+	if (!c)
 		return WLK_NIL;
 	if (q->cmap[ci] != WLK_NIL)
 		return q->cmap[ci];
 	if (q->cids_used == q->cids_cap)
 		return WLK_NIL;
-	c = wlk__client(b, ci);
 	len = c->id_len;
 	if (len > WLK_CLIENT_ID_MAX)
 		len = WLK_CLIENT_ID_MAX;
@@ -107,14 +106,13 @@ static int copy_list(struct wlk__bucket *b, struct qbuf *q, uint32_t head,
 	uint32_t ri = head;
 
 	for (uint32_t steps = 0; ri != WLK_NIL; steps++) {
-		struct wlk_seg_request *r;
+		const struct wlk_seg_request *r = wlk__req_at(b, ri);
 		struct qent *e;
 
-		if (ri >= b->geo.max_requests || steps >= b->geo.max_requests)
+		if (!r || !wlk__walk_ok(b, steps))
 			return wlk__corrupt(b);
 		if (q->ents_used == q->ents_cap)
 			return -ENOSPC;
-		r = wlk__req(b, ri);
 		e = &q->ents[q->ents_used];
 		e->cid = copy_client(b, q, r->client);
 		if (e->cid == WLK_NIL)

@@ -56,13 +56,10 @@ static void reap(struct wlk__bucket *b, uint32_t ai, struct wlk__wake *wake)
 static bool agent_probe(struct wlk__bucket *b, uint32_t ai,
 		      struct wlk__wake *wake)
 {
-	struct wlk_seg_agent *a;
+	struct wlk_seg_agent *a = wlk__agent_at(b, ai);
 	int rc;
 
-	if (ai >= b->geo.max_agents || ai == b->agent)
-		return false;
-	a = wlk__agent(b, ai);
-	if (WLK_WORD_STATE(a->word) != WLK_SLOT_USED)
+	if (!a || ai == b->agent || WLK_WORD_STATE(a->word) != WLK_SLOT_USED)
 		return false;
 	if (wake->n_reaped == WLK_REAP_BATCH)
 		return false; /* the next pass gets it */
@@ -98,12 +95,13 @@ static bool set_add(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
 		    unsigned int *n, unsigned int max)
 {
 	struct wlk_seg_request *r = wlk__req(b, ri);
-	uint32_t ci = r->client, ai;
+	const struct wlk_seg_client *c = wlk__client_at(b, r->client);
+	uint32_t ai;
 
-	if (ci >= b->geo.max_clients)
+	if (!c)
 		return true;
-	ai = wlk__client(b, ci)->agent;
-	if (ai >= b->geo.max_agents || ai == b->agent)
+	ai = c->agent;
+	if (!wlk__agent_at(b, ai) || ai == b->agent)
 		return true;
 	for (unsigned int i = 0; i < *n; i++)
 		if (set[i] == ai)
@@ -123,25 +121,27 @@ static bool set_add(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
 static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 		     uint32_t *set, unsigned int *n, unsigned int max)
 {
+	const struct wlk_seg_name *nm = wlk__name_at(b, ni);
 	uint32_t lists[2];
 	bool fits = true;
 
 	*n = 0;
-	if (ni >= b->geo.max_names)
+	if (!nm)
 		return false;
-	lists[0] = wlk__name(b, ni)->h_head;
-	lists[1] = wlk__name(b, ni)->q_head;
+	lists[0] = nm->h_head;
+	lists[1] = nm->q_head;
 	for (int l = 0; l < 2; l++) {
 		uint32_t i = lists[l];
 
 		for (uint32_t steps = 0; i != WLK_NIL && i != ri; steps++) {
-			if (i >= b->geo.max_requests ||
-			    steps >= b->geo.max_requests) {
+			const struct wlk_seg_request *r = wlk__req_at(b, i);
+
+			if (!r || !wlk__walk_ok(b, steps)) {
 				wlk__corrupt(b);
 				return false;
 			}
 			fits = set_add(b, i, set, n, max) && fits;
-			i = wlk__req(b, i)->next;
+			i = r->next;
 		}
 	}
 	return fits;

@@ -49,7 +49,7 @@ static void rebuild_clients(struct wlk__bucket *b)
 		uint32_t ai = c->agent;
 
 		if (WLK_WORD_STATE(c->word) == WLK_SLOT_USED &&
-		    ai < b->geo.max_agents && c->id_len < sizeof(c->id) &&
+		    wlk__agent_at(b, ai) && c->id_len < sizeof(c->id) &&
 		    wlk__agent(b, ai)->word ==
 			    WLK_WORD(c->agent_gen, WLK_SLOT_USED)) {
 			h->n_clients++;
@@ -103,7 +103,7 @@ static bool request_sane(struct wlk__bucket *b, struct wlk_seg_request *r,
 	/* A stolen lock is in no list; its name may be gone. A slot kept
 	 * for the fast path, or claimed by it, is in no list either. */
 	return state >= WLK_SLOT_STOLEN ||
-	       (name < b->geo.max_names &&
+	       (wlk__name_at(b, name) &&
 		wlk__name(b, name)->word ==
 			WLK_WORD(r->name_gen, WLK_SLOT_USED));
 }
@@ -283,7 +283,7 @@ static int redo_intent(struct wlk__bucket *b, struct wlk__wake *wake)
 	uint32_t ri = h->intent_args[0], gen = h->intent_args[1];
 	int rc = 0;
 
-	if (h->intent_op == WLK_INTENT_STEAL && ri < b->geo.max_requests) {
+	if (h->intent_op == WLK_INTENT_STEAL && wlk__req_at(b, ri)) {
 		uint32_t w = wlk__req(b, ri)->word;
 
 		if (w == WLK_WORD(gen, WLK_SLOT_PENDING) ||

@@ -197,7 +197,7 @@ static int take_grant(struct wlk__shm_manager *m, struct wlk__shm_lock *l)
 	if (wlk__word_load(&r->word) != WLK_WORD(l->gen, WLK_SLOT_FAST))
 		return 0;
 	ni = uatomic_read(&r->name);
-	if (ni >= m->b->geo.max_names) {
+	if (!wlk__name_at(m->b, ni)) {
 		wlk__release_slot(m->b, l->slot, l->gen, false);
 		return wlk__corrupt(m->b);
 	}

@@ -142,8 +142,9 @@ static bool pid_maybe_fired(struct wlk__shm_manager *m, struct wlk__actx *a)
 	for (unsigned int i = 0; i < a->n_pid; i++) {
 		uint32_t ai = a->pid[i].agent, w;
 
-		if (ai >= m->b->geo.max_agents ||
-		    wlk__word_load(&wlk__agent(m->b, ai)->word) !=
+		const struct wlk_seg_agent *ag = wlk__agent_at(m->b, ai);
+
+		if (!ag || wlk__word_load(&ag->word) !=
 			    WLK_WORD(a->pid[i].gen, WLK_SLOT_USED))
 			return true;
 		w = uatomic_read(wlk__lifeline_word(m->b, ai));
@@ -158,14 +159,12 @@ void wlk__shm_async_drain(struct wlk_manager *pub)
 {
 	struct wlk__shm_manager *m = wlk__shm_m(pub);
 	struct wlk__actx *a = m->actx;
+	struct wlk_seg_client *c = wlk__client_at(m->b, m->client);
 	struct epoll_event ev[EVENTS_BATCH];
 	uint64_t ticks;
 	int n;
 
-	wlk__bell_drain(&a->bell,
-			m->client < m->b->geo.max_clients
-				? &wlk__client(m->b, m->client)->bell_dgrams
-				: NULL);
+	wlk__bell_drain(&a->bell, c ? &c->bell_dgrams : NULL);
 	/* The inner sources only when the watcher saw one (the common
 	 * grant takes no more system calls), or a watched blocker may have
 	 * exited before the watcher got to it. */

@@ -91,7 +91,7 @@ static bool find(struct wlk__bucket *b, struct wlk__shm_lock *l, uint32_t *ni,
 			return false;
 		memo_keep(b, l, hash, *ni, *ngen);
 	}
-	return *ni < b->geo.max_names;
+	return wlk__name_at(b, *ni) != NULL;
 }
 
 /*

@@ -22,8 +22,8 @@ void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)
 	if (w == WLK_WORD(g, WLK_SLOT_RESERVED))
 		wlk__req_reclaim(b, s, w);
 	else if (w == WLK_WORD(g, WLK_SLOT_FAST) &&
-		 (ni >= b->geo.max_names || (!wlk__fast_holds(b, ni, s) &&
-					     !wlk__fast_waits(b, ni, s))))
+		 (!wlk__name_at(b, ni) || (!wlk__fast_holds(b, ni, s) &&
+					    !wlk__fast_waits(b, ni, s))))
 		wlk__req_free(b, s);
 }
 
@@ -71,7 +71,7 @@ int wlk__idle_inflate(struct wlk__bucket *b)
 	for (uint32_t steps = 0;; steps++) {
 		if (ni == WLK_NIL)
 			return WLK_EFULL;
-		if (ni >= b->geo.max_names || steps >= b->geo.max_names)
+		if (!wlk__name_at(b, ni) || steps >= b->geo.max_names)
 			return wlk__corrupt(b);
 		rc = wlk__name_inflate(b, ni);
 		if (rc)

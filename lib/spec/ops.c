@@ -88,6 +88,7 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 {
 	struct wlk_seg_header *h = b->hdr;
 	uint32_t ni = WLK_NIL, ri;
+	struct wlk_seg_request *mine;
 	bool own;
 	int rc;
 
@@ -99,11 +100,9 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	if (rc)
 		goto settle;
 	/* The caller's reserved slot, if it offered one that is still its. */
-	own = e->own < b->geo.max_requests &&
-	      wlk__req(b, e->own)->word ==
-		      WLK_WORD(e->own_gen, WLK_SLOT_RESERVED) &&
-	      wlk__req(b, e->own)->client == e->client &&
-	      wlk__req(b, e->own)->client_gen == e->client_gen;
+	mine = wlk__req_at(b, e->own);
+	own = mine && mine->word == WLK_WORD(e->own_gen, WLK_SLOT_RESERVED) &&
+	      mine->client == e->client && mine->client_gen == e->client_gen;
 	/* Check every table before changing anything. */
 	if (!own && h->free_requests == WLK_NIL)
 		wlk__stash_reclaim(b);
@@ -142,7 +141,7 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	return rc;
 settle:
 	/* Inflated for nothing: give the fast path its name back. */
-	if (ni < b->geo.max_names &&
+	if (wlk__name_at(b, ni) &&
 	    WLK_WORD_STATE(wlk__name(b, ni)->word) == WLK_SLOT_USED)
 		wlk__name_settle(b, ni);
 	return rc;
@@ -203,7 +202,7 @@ int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 {
 	uint32_t w;
 
-	if (ri >= b->geo.max_requests)
+	if (!wlk__req_at(b, ri))
 		return WLK_ESTATE;
 	w = wlk__req(b, ri)->word;
 	/* Held through the fast path: make it an ordinary lock first. */
@@ -214,7 +213,7 @@ int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 		/* Its name index was damaged: which name it holds is not
 		 * known. Free it; the repair this asks for turns off the
 		 * fast word that may still name it. */
-		if (ni >= b->geo.max_names) {
+		if (!wlk__name_at(b, ni)) {
 			wlk__req_free(b, ri);
 			return wlk__corrupt(b);
 		}
@@ -250,12 +249,11 @@ static int abort_queued(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
 		return WLK_ECORRUPT;
 	i = n->q_head;
 	for (uint32_t steps = 0; i != WLK_NIL; steps++) {
-		struct wlk_seg_request *r;
+		struct wlk_seg_request *r = wlk__req_at(b, i);
 		uint32_t next;
 
-		if (i >= b->geo.max_requests || steps >= b->geo.max_requests)
+		if (!r || !wlk__walk_ok(b, steps))
 			return wlk__corrupt(b);
-		r = wlk__req(b, i);
 		next = r->next;
 		if (r->client == ci && r->client_gen == cgen) {
 			wlk__wake_add(b, wake, i);
@@ -284,12 +282,11 @@ static int abort_queued(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
 int wlk__abort_request(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 		       bool closing, struct wlk__wake *wake)
 {
-	struct wlk_seg_request *r;
+	struct wlk_seg_request *r = wlk__req_at(b, ri);
 	uint32_t w;
 
-	if (ri >= b->geo.max_requests)
+	if (!r)
 		return WLK_ESTATE;
-	r = wlk__req(b, ri);
 	w = r->word;
 	if (w == WLK_WORD(gen, WLK_SLOT_PENDING))
 		return closing ? abort_queued(b, ri, r->client, r->client_gen,
@@ -322,8 +319,8 @@ static int drop_fast(struct wlk__bucket *b, uint32_t ri, uint32_t w,
 		wlk__req_reclaim(b, ri, w);
 		return 0;
 	}
-	if (ni < b->geo.max_names && (wlk__fast_holds(b, ni, ri) ||
-				      wlk__fast_waits(b, ni, ri))) {
+	if (wlk__name_at(b, ni) &&
+	    (wlk__fast_holds(b, ni, ri) || wlk__fast_waits(b, ni, ri))) {
 		uint32_t now;
 
 		rc = wlk__name_inflate(b, ni);
@@ -356,7 +353,7 @@ static int abort_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
 		uint32_t ni = uatomic_read(&r->name);
 		int rc;
 
-		if (ni >= b->geo.max_names || !wlk__fast_waits(b, ni, ri))
+		if (!wlk__name_at(b, ni) || !wlk__fast_waits(b, ni, ri))
 			return 0;
 		rc = wlk__name_inflate(b, ni);
 		if (rc)

@@ -19,12 +19,9 @@ static void bell_add(struct wlk__bucket *b, struct wlk__wake *wake,
 		     uint32_t r)
 {
 	uint32_t ci = wlk__req(b, r)->client;
-	struct wlk_seg_client *c;
+	struct wlk_seg_client *c = wlk__client_at(b, ci);
 
-	if (ci >= b->geo.max_clients)
-		return;
-	c = wlk__client(b, ci);
-	if (!c->doorbell)
+	if (!c || !c->doorbell)
 		return;
 	for (uint32_t i = 0; i < wake->n_bells; i++)
 		if (wake->bells[i].id == c->doorbell)
@@ -74,11 +71,6 @@ static struct list held_of(struct wlk_seg_name *n)
 	return (struct list){&n->h_head, &n->h_tail};
 }
 
-static bool idx_ok(struct wlk__bucket *b, uint32_t i)
-{
-	return i == WLK_NIL || i < b->geo.max_requests;
-}
-
 /*
  * Whether @end, one end of a list whose other end is @other, can take a
  * new neighbour: the ends agree (both WLK_NIL or neither) and @end has no
@@ -92,9 +84,9 @@ static bool end_ok(struct wlk__bucket *b, uint32_t end, uint32_t other,
 
 	if (end == WLK_NIL)
 		return other == WLK_NIL;
-	if (end >= b->geo.max_requests || other == WLK_NIL)
+	e = wlk__req_at(b, end);
+	if (!e || other == WLK_NIL)
 		return false;
-	e = wlk__req(b, end);
 	return (tail ? e->next : e->prev) == WLK_NIL;
 }
 
@@ -137,7 +129,7 @@ static int list_remove(struct wlk__bucket *b, struct list l, uint32_t ri)
 	struct wlk_seg_request *r = wlk__req(b, ri);
 	uint32_t prev = r->prev, next = r->next;
 
-	if (!idx_ok(b, prev) || !idx_ok(b, next))
+	if (!wlk__link_ok(b, prev) || !wlk__link_ok(b, next))
 		return wlk__corrupt(b);
 	if (prev == WLK_NIL)
 		*l.head = next;
@@ -156,14 +148,14 @@ struct wlk_seg_name *wlk__name_of(struct wlk__bucket *b,
 				    struct wlk_seg_request *r, uint32_t *ni)
 {
 	uint32_t i = r->name;
+	struct wlk_seg_name *n = wlk__name_at(b, i);
 
-	if (i >= b->geo.max_names ||
-	    wlk__name(b, i)->word != WLK_WORD(r->name_gen, WLK_SLOT_USED)) {
+	if (!n || n->word != WLK_WORD(r->name_gen, WLK_SLOT_USED)) {
 		wlk__corrupt(b);
 		return NULL;
 	}
 	*ni = i;
-	return wlk__name(b, i);
+	return n;
 }
 
 /* wlk__held_add() - append a request that is in no list to the held set
@@ -312,17 +304,18 @@ int wlk__process_queue(struct wlk__bucket *b, uint32_t ni,
 
 	for (uint32_t steps = 0;; steps++) {
 		uint32_t ri = n->q_head;
+		struct wlk_seg_request *r;
 		int rc;
 
 		if (ri == WLK_NIL)
 			return 0;
-		if (ri >= b->geo.max_requests || steps >= b->geo.max_requests)
+		r = wlk__req_at(b, ri);
+		if (!r || !wlk__walk_ok(b, steps))
 			return wlk__corrupt(b);
-		if (!wlk__head_grantable(n, wlk__req(b, ri)->mode))
+		if (!wlk__head_grantable(n, r->mode))
 			return 0;
 		rc = wlk__dequeue(b, n, ri);
-		if (!rc && wlk__name_idle(n) &&
-		    (wlk__req(b, ri)->flags & WLK_REQF_LANE))
+		if (!rc && wlk__name_idle(n) && (r->flags & WLK_REQF_LANE))
 			return grant_fast(b, ni, ri, wake);
 		if (!rc)
 			rc = grant(b, n, ri, wake);
@@ -350,12 +343,11 @@ int wlk__steal_apply(struct wlk__bucket *b, uint32_t ri,
 		return WLK_ECORRUPT;
 	hi = n->h_head;
 	for (uint32_t steps = 0; hi != WLK_NIL; steps++) {
+		struct wlk_seg_request *h = wlk__req_at(b, hi);
 		uint32_t next;
-		struct wlk_seg_request *h;
 
-		if (hi >= b->geo.max_requests || steps >= b->geo.max_requests)
+		if (!h || !wlk__walk_ok(b, steps))
 			return wlk__corrupt(b);
-		h = wlk__req(b, hi);
 		next = h->next;
 		if (hi != ri) {
 			rc = wlk__ungrant(b, n, hi);
@@ -382,11 +374,12 @@ static void wake_queue(struct wlk__bucket *b, struct wlk_seg_name *n,
 		       struct wlk__wake *wake)
 {
 	uint32_t ri = n->q_head;
+	const struct wlk_seg_request *r;
 
-	for (uint32_t steps = 0; ri < b->geo.max_requests &&
-				 steps < b->geo.max_requests; steps++) {
+	for (uint32_t steps = 0;
+	     (r = wlk__req_at(b, ri)) && wlk__walk_ok(b, steps); steps++) {
 		wlk__wake_add(b, wake, ri);
-		ri = wlk__req(b, ri)->next;
+		ri = r->next;
 	}
 }
 

@@ -40,11 +40,10 @@ int wlk__name_find(struct wlk__bucket *b, const void *name, uint32_t len,
 	uint32_t i = *chain_head(b, hash);
 
 	for (uint32_t steps = 0; i != WLK_NIL; steps++) {
-		struct wlk_seg_name *n;
+		struct wlk_seg_name *n = wlk__name_at(b, i);
 
-		if (i >= b->geo.max_names || steps >= b->geo.max_names)
+		if (!n || steps >= b->geo.max_names)
 			return wlk__corrupt(b);
-		n = wlk__name(b, i);
 		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED &&
 		    n->hash == hash && n->len == len &&
 		    !memcmp(wlk__name_bytes(n), name, len)) {
@@ -88,7 +87,7 @@ void wlk__idle_append(struct wlk__bucket *b, uint32_t ni)
 	struct wlk_seg_name *n = wlk__name(b, ni);
 	uint32_t tail = h->idle_tail;
 
-	if (tail != WLK_NIL && tail >= b->geo.max_names) {
+	if (tail != WLK_NIL && !wlk__name_at(b, tail)) {
 		wlk__corrupt(b);
 		return;
 	}
@@ -107,8 +106,8 @@ static int idle_remove(struct wlk__bucket *b, uint32_t ni)
 	struct wlk_seg_name *n = wlk__name(b, ni);
 	uint32_t prev = n->idle_prev, next = n->idle_next;
 
-	if ((prev != WLK_NIL && prev >= b->geo.max_names) ||
-	    (next != WLK_NIL && next >= b->geo.max_names))
+	if ((prev != WLK_NIL && !wlk__name_at(b, prev)) ||
+	    (next != WLK_NIL && !wlk__name_at(b, next)))
 		return wlk__corrupt(b);
 	if (prev == WLK_NIL)
 		h->idle_head = next;
@@ -166,7 +165,7 @@ static int name_evict(struct wlk__bucket *b)
 
 	if (ni == WLK_NIL)
 		return WLK_EFULL;
-	if (ni >= b->geo.max_names || !wlk__name_idle(wlk__name(b, ni)))
+	if (!wlk__name_at(b, ni) || !wlk__name_idle(wlk__name(b, ni)))
 		return wlk__corrupt(b);
 	rc = idle_remove(b, ni);
 	if (rc)
@@ -175,9 +174,11 @@ static int name_evict(struct wlk__bucket *b)
 	wlk__name_tokens_carry(b, n);
 	link = chain_head(b, n->hash);
 	for (uint32_t steps = 0; *link != ni; steps++) {
-		if (*link >= b->geo.max_names || steps >= b->geo.max_names)
+		struct wlk_seg_name *c = wlk__name_at(b, *link);
+
+		if (!c || steps >= b->geo.max_names)
 			return wlk__corrupt(b);
-		link = &wlk__name(b, *link)->chain;
+		link = &c->chain;
 	}
 	*link = n->chain;
 	WLK_FAILPOINT(name_evict_after_unlink);
@@ -210,10 +211,8 @@ int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 			return rc;
 	}
 	i = h->free_names;
-	if (i >= b->geo.max_names)
-		return wlk__corrupt(b);
-	n = wlk__name(b, i);
-	if (WLK_WORD_STATE(n->word) != WLK_SLOT_FREE)
+	n = wlk__name_at(b, i);
+	if (!n || WLK_WORD_STATE(n->word) != WLK_SLOT_FREE)
 		return wlk__corrupt(b);
 	h->free_names = n->chain;
 	n->len = len;
@@ -239,15 +238,16 @@ uint32_t wlk__req_alloc(struct wlk__bucket *b)
 {
 	struct wlk_seg_header *h = b->hdr;
 	uint32_t i = h->free_requests;
+	struct wlk_seg_request *r;
 
 	if (i == WLK_NIL)
 		return WLK_NIL;
-	if (i >= b->geo.max_requests ||
-	    WLK_WORD_STATE(wlk__req(b, i)->word) != WLK_SLOT_FREE) {
+	r = wlk__req_at(b, i);
+	if (!r || WLK_WORD_STATE(r->word) != WLK_SLOT_FREE) {
 		wlk__corrupt(b);
 		return WLK_NIL;
 	}
-	h->free_requests = wlk__req(b, i)->next;
+	h->free_requests = r->next;
 	wlk__count(&h->n_requests, 1);
 	return i;
 }
@@ -329,9 +329,9 @@ bool wlk__req_reclaim(struct wlk__bucket *b, uint32_t ri, uint32_t word)
 
 bool wlk__client_live(struct wlk__bucket *b, uint32_t c, uint32_t gen)
 {
-	return c < b->geo.max_clients &&
-	       wlk__word_load(&wlk__client(b, c)->word) ==
-		       WLK_WORD(gen, WLK_SLOT_USED);
+	const struct wlk_seg_client *cl = wlk__client_at(b, c);
+
+	return cl && wlk__word_load(&cl->word) == WLK_WORD(gen, WLK_SLOT_USED);
 }
 
 int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
@@ -343,10 +343,8 @@ int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
 
 	if (i == WLK_NIL)
 		return WLK_EFULL;
-	if (i >= b->geo.max_clients)
-		return wlk__corrupt(b);
-	c = wlk__client(b, i);
-	if (WLK_WORD_STATE(c->word) != WLK_SLOT_FREE)
+	c = wlk__client_at(b, i);
+	if (!c || WLK_WORD_STATE(c->word) != WLK_SLOT_FREE)
 		return wlk__corrupt(b);
 	h->free_clients = c->next;
 	c->agent = b->agent;
@@ -397,9 +395,9 @@ int wlk__agent_alloc(struct wlk__bucket *b, uint32_t pid, uint64_t now,
 		struct wlk_seg_agent *a;
 		int rc;
 
-		if (i >= b->geo.max_agents || steps >= b->geo.max_agents)
+		a = wlk__agent_at(b, i);
+		if (!a || steps >= b->geo.max_agents)
 			return wlk__corrupt(b);
-		a = wlk__agent(b, i);
 		if (WLK_WORD_STATE(a->word) != WLK_SLOT_FREE)
 			return wlk__corrupt(b);
 		rc = wlk__mutex_trylock(&a->u.lifeline);
@@ -454,9 +452,9 @@ bool wlk__name_peek(struct wlk__bucket *b, const char *name, uint32_t len,
 		struct wlk_seg_name *n;
 		uint32_t w;
 
-		if (i >= b->geo.max_names || steps >= b->geo.max_names)
+		n = wlk__name_at(b, i);
+		if (!n || steps >= b->geo.max_names)
 			return false;
-		n = wlk__name(b, i);
 		w = wlk__word_load(&n->word);
 		if (WLK_WORD_STATE(w) == WLK_SLOT_USED &&
 		    uatomic_read(&n->hash) == hash &&
