@@ -69,6 +69,36 @@ static void request_fill(struct wlk__bucket *b, uint32_t ri, uint32_t ni,
 					   WLK_SLOT_PENDING));
 }
 
+/* Whether the caller offered a reserved slot that is still its own. */
+static bool own_slot(struct wlk__bucket *b, const struct wlk__enqueue *e)
+{
+	const struct wlk_seg_request *r = wlk__req_at(b, e->own);
+
+	return r && r->word == WLK_WORD(e->own_gen, WLK_SLOT_RESERVED) &&
+	       r->client == e->client && r->client_gen == e->client_gen;
+}
+
+/*
+ * Check every table before changing anything: a request slot (the
+ * caller's own, a free one, or one reclaimed from the clients' reserves)
+ * and, for a name not in the table (@ni WLK_NIL), a free or an idle name
+ * entry. Return: 0, or WLK_EFULL with nothing changed.
+ */
+static int make_room(struct wlk__bucket *b, const struct wlk__enqueue *e,
+		     uint32_t ni)
+{
+	struct wlk_seg_header *h = b->hdr;
+	bool own = own_slot(b, e);
+
+	if (!own && h->free_requests == WLK_NIL)
+		wlk__stash_reclaim(b);
+	if ((!own && h->free_requests == WLK_NIL) ||
+	    (ni == WLK_NIL && h->free_names == WLK_NIL &&
+	     h->idle_head == WLK_NIL))
+		return WLK_EFULL;
+	return 0;
+}
+
 /*
  * wlk__request_lock() - spec 4.1 "request a lock", steps 3.1-3.6.
  * @b:    the bucket, locked.
@@ -86,10 +116,7 @@ static void request_fill(struct wlk__bucket *b, uint32_t ri, uint32_t ni,
 int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		      struct wlk__wake *wake, uint32_t *slot, uint32_t *gen)
 {
-	struct wlk_seg_header *h = b->hdr;
 	uint32_t ni = WLK_NIL, ri;
-	struct wlk_seg_request *mine;
-	bool own;
 	int rc;
 
 	if (!wlk__client_live(b, e->client, e->client_gen))
@@ -97,35 +124,28 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	rc = find_name(b, e, &ni);
 	if (rc == WLK__UNPROBED)
 		return rc; /* still inflated, for the probe */
-	if (rc)
-		goto settle;
-	/* The caller's reserved slot, if it offered one that is still its. */
-	mine = wlk__req_at(b, e->own);
-	own = mine && mine->word == WLK_WORD(e->own_gen, WLK_SLOT_RESERVED) &&
-	      mine->client == e->client && mine->client_gen == e->client_gen;
-	/* Check every table before changing anything. */
-	if (!own && h->free_requests == WLK_NIL)
-		wlk__stash_reclaim(b);
-	if ((!own && h->free_requests == WLK_NIL) ||
-	    (ni == WLK_NIL && h->free_names == WLK_NIL &&
-	     h->idle_head == WLK_NIL)) {
-		rc = WLK_EFULL;
-		goto settle;
+	if (!rc)
+		rc = make_room(b, e, ni);
+	if (rc) {
+		/* Inflated for nothing: give the fast path its name back. */
+		if (wlk__name_at(b, ni) &&
+		    WLK_WORD_STATE(wlk__name(b, ni)->word) == WLK_SLOT_USED)
+			wlk__name_settle(b, ni);
+		return rc;
 	}
 	if (ni != WLK_NIL) {
 		rc = wlk__name_touch(b, ni);
-		if (rc)
-			return rc;
 	} else {
-		rc = h->free_names == WLK_NIL ? wlk__idle_inflate(b) : 0;
+		rc = b->hdr->free_names == WLK_NIL ? wlk__idle_inflate(b) : 0;
 		if (!rc)
 			rc = wlk__name_new(b, e->name, e->name_len, e->hash,
 					   &ni);
-		if (rc)
-			return rc;
-		WLK_FAILPOINT(request_after_name);
+		if (!rc)
+			WLK_FAILPOINT(request_after_name);
 	}
-	ri = own ? e->own : wlk__req_alloc(b);
+	if (rc)
+		return rc;
+	ri = own_slot(b, e) ? e->own : wlk__req_alloc(b);
 	if (ri == WLK_NIL)
 		return WLK_ECORRUPT; /* checked above: the list is bad */
 	request_fill(b, ri, ni, e);
@@ -138,12 +158,6 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	else
 		rc = wlk__enqueue(b, ni, ri, wake);
 	wake->self1 = 0;
-	return rc;
-settle:
-	/* Inflated for nothing: give the fast path its name back. */
-	if (wlk__name_at(b, ni) &&
-	    WLK_WORD_STATE(wlk__name(b, ni)->word) == WLK_SLOT_USED)
-		wlk__name_settle(b, ni);
 	return rc;
 }
 
