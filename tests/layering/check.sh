@@ -7,6 +7,9 @@
 #      never of a higher one, nor of the other leaf.
 #   2. The files of one folder never call each other in a circle.
 #   3. Nothing outside lib/ includes a header of lib/ but lib/testing.h.
+#   4. The engine seam: the API layer (api, async) calls only the system
+#      primitives (sys), the choice of engine (engine) and itself; the
+#      lock state it reaches through struct wlk__engine, by pointer.
 #
 # Rule 1 and 2 read `nm` of each layer's convenience library: an undefined
 # wlk_/wlk__ symbol of a member is a call to the member that defines it.
@@ -69,6 +72,16 @@ if ! tsort "$tmp/edges" > /dev/null 2> "$tmp/loop"; then
 	status=1
 fi
 
+# Rule 4.
+awk 'NR == FNR { dl[$1] = $2; df[$1] = $4; next }
+     ($1 == "api" || $1 == "async") && ($4 in dl) &&
+     dl[$4] !~ /^(sys|engine|api|async)$/ {
+	printf "layering: %s/%s.c calls %s of %s/%s.c, past the engine seam\n",
+	       $1, $3, $4, dl[$4], df[$4]
+	bad = 1
+     }
+     END { exit bad }' "$tmp/defs" "$tmp/uses" || status=1
+
 # Rule 3.
 if grep -rnE '^#[[:space:]]*include[[:space:]]*"[^"]*lib/' \
 	"$src/tests" "$src/bench" "$src/tools" "$src/examples" 2>/dev/null |
@@ -81,6 +94,7 @@ fi
 n=$(wc -l < "$tmp/uses")
 if [ "$status" = 0 ]; then
 	echo "layering: PASS ($n calls between lib/ files, all downward;" \
-		"$(wc -l < "$tmp/edges") within folders, no circle)"
+		"$(wc -l < "$tmp/edges") within folders, no circle; the API" \
+		"layer past the engine seam: none)"
 fi
 exit $status
