@@ -32,7 +32,7 @@ WLK_EXPORT void wlk_signal_abort(struct wlk_signal *s, int reason)
 	if (reason >= 0)
 		reason = WLK_EABORTED;
 	/* The first abort sets the reason; the word changes after it, so a
-	 * waiter that read the old word sees the reason (wait.c). */
+	 * waiter that read the old word sees the reason (shm/wait.c). */
 	if (uatomic_cmpxchg(&s->reason, 0, reason) != 0)
 		return;
 	uatomic_inc(&s->word);

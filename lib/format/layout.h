@@ -98,7 +98,7 @@ enum wlk_slot_state {
 };
 
 /*
- * FAST PATH (state/fastword.c, api/lane.c). An uncontended acquire and its
+ * FAST PATH (state/fastword.c, shm/lane.c). An uncontended acquire and its
  * release need not take the segment mutex, nor a handoff between two
  * requests. Each name entry has a 64-bit fast word:
  *
@@ -135,7 +135,7 @@ enum wlk_slot_state {
  * finishes it. The slot-gen bits make a stale handle's release CAS fail
  * after the slot was reused.
  *
- * QUERY. A query (query.c) copies the whole bucket under the mutex, and
+ * QUERY. A query (inspect/query.c) copies the whole bucket under the mutex, and
  * the fast path does not take it; for the copy to be one instant's state
  * (spec 4.5), the query sets the header's freeze word, then (full barrier)
  * reads the names; every fast operation, once it changed or saw a change

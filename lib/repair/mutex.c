@@ -243,7 +243,7 @@ void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 	if (wake->sweep) {
 		wake_sweep(b);
 	} else {
-		cmm_smp_mb(); /* pairs with the waiter's, in wait.c */
+		cmm_smp_mb(); /* pairs with the waiter's, in shm/wait.c */
 		for (uint32_t i = 0; i < wake->n; i++) {
 			struct wlk_seg_request *r = wlk__req(b, wake->idx[i]);
 

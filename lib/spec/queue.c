@@ -35,7 +35,7 @@ static void bell_add(struct wlk__bucket *b, struct wlk__wake *wake,
 /*
  * wlk__wake_add() - request @r changed state: wake its waiter once the
  * mutex is released, by futex for a blocking waiter, by doorbell for an
- * event loop (async.c).
+ * event loop (shm/async.c).
  */
 void wlk__wake_add(struct wlk__bucket *b, struct wlk__wake *wake, uint32_t r)
 {
@@ -194,7 +194,7 @@ static int grant(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 /*
  * Grant the last request of a name that nobody else holds through the
  * name's fast word (layout.h, FAST PATH): the name goes back to the fast
- * path at once, held, and its holder's thread (request.c) releases it
+ * path at once, held, and its holder's thread (shm/acquire.c) releases it
  * there, or hands it to a fast waiter. Two processes taking turns on a
  * name thus leave the mutex as soon as one of them finds it free.
  */

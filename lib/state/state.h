@@ -20,7 +20,7 @@ struct wlk__wake {
 	/* Reaped agents whose lifelines this thread owns until the flush. */
 	uint32_t n_reaped;
 	uint32_t reaped[WLK_REAP_BATCH];
-	/* Doorbells of clients whose requests changed (async.c). */
+	/* Doorbells of clients whose requests changed (shm/async.c). */
 	uint32_t n_bells;
 	bool bell_sweep; /* more than WLK_WAKE_BATCH: ring every doorbell */
 	struct wlk__bell_to bells[WLK_WAKE_BATCH];

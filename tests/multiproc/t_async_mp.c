@@ -577,7 +577,7 @@ Test(async_mp, inherited_manager_is_estate_and_parent_unaffected, T_FIX,
 /*
  * Child of a process whose async managers are watched already: its own
  * new manager's deadline must still make its descriptor readable, so the
- * watcher thread (lib/async/watcher.c) is started again after fork().
+ * watcher thread (lib/shm/watcher.c) is started again after fork().
  */
 static int child_deadline_after_fork(void *arg)
 {

@@ -97,7 +97,7 @@ static int side_start(struct side *s, struct wlk_manager *m, const char *name,
 /*
  * Two threads of the script, on two managers, take turns on one name: the
  * one that finds it held waits as its fast waiter, and a release hands the
- * name over (lib/state/fastword.c, lib/api/lane.c). Each holds the name
+ * name over (lib/state/fastword.c, lib/shm/lane.c). Each holds the name
  * a couple of microseconds, well within a fast waiter's spin. They take
  * turns until @ns pass: when a fast_* point is armed, long enough for the
  * two threads to run at the same time even on a machine busy with other

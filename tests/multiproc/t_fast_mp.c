@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * t_fast_mp.c - locks another process took without the segment mutex
- * (lib/state/fastword.c, lib/api/lane.c): seen by query, and given up when
+ * (lib/state/fastword.c, lib/shm/lane.c): seen by query, and given up when
  * that process dies, whether or not somebody was already waiting when it
  * died.
  */

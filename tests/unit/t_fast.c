@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * t_fast.c - locks taken without the segment mutex (lib/state/fastword.c,
- * lib/api/lane.c) behave as any other: query sees them, waiters queue
+ * lib/shm/lane.c) behave as any other: query sees them, waiters queue
  * behind them, if_available and steal see them, close releases them,
  * eviction spares them, and the slots managers keep in reserve for them
  * never make a request fail with WLK_EFULL.

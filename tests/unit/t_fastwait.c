@@ -3,7 +3,7 @@
  * t_fastwait.c - a request that finds its name held by the fast path may
  * wait as the name's one fast waiter, and the holder's release hands the
  * name over without the segment mutex (lib/state/fastword.c,
- * lib/api/lane.c). Whatever comes next (a third request, a long hold,
+ * lib/shm/lane.c). Whatever comes next (a third request, a long hold,
  * query) inflates the name: the waiter keeps its place, first in the
  * queue. These tests check the order,
  * the modes and the exclusion on both sides of that line.
