@@ -192,44 +192,53 @@ enum wlk__fast wlk__fast_acquire(struct wlk__bucket *b,
 	return take(b, c, f, may_wait, token);
 }
 
+/* What a fast waiter watches while it spins (wlk__fast_await()). */
+struct handoff {
+	const struct wlk_seg_name *n;
+	uint64_t on;     /* the name's fast word "on, free" */
+	uint64_t mine;   /* ... with this waiter as its holder */
+	bool handed;     /* the last look found it so */
+};
+
+/* Whether the spin is over: the holder handed the name over to us, or
+ * the name was inflated (its word is no longer on and ours to wait on). */
+static bool handed_or_gone(void *arg)
+{
+	struct handoff *h = arg;
+	uint64_t f = uatomic_read(&h->n->fast);
+
+	h->handed = (f & ~WLK_FAST_WAIT) == h->mine;
+	return h->handed ||
+	       (f & ~WLK_FAST_WHO_MASK & ~WLK_FAST_WAIT) != h->on;
+}
+
 /*
  * wlk__fast_await() - spin until the fast word hands @c's name over, for
- * at most WLK_SPIN_NS. Return: WLK__FAST_OK or _FROZEN: held, *@token
- * set; _SLOW: the name was inflated, or the holder keeps it too long:
- * settle under the mutex (the waiter is then in the queue, or was
- * granted, or was never adopted).
+ * at most WLK_SPIN_NS (wlk__spin()). Nobody queues behind a fast waiter
+ * (a name has one, and other requests inflate it), so only the handoff or
+ * the inflation ends the spin early. Return: WLK__FAST_OK or _FROZEN:
+ * held, *@token set; _SLOW: the name was inflated, or the holder keeps it
+ * too long: settle under the mutex (the waiter is then in the queue, or
+ * was granted, or was never adopted).
  */
 enum wlk__fast wlk__fast_await(struct wlk__bucket *b,
 			       const struct wlk__fast_claim *c,
 			       uint64_t *token)
 {
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
-	uint64_t on = on_free(c->ngen);
-	uint64_t mine = on | who(c->slot, c->gen, c->mode);
-	uint64_t end = wlk__now_ns() + WLK_SPIN_NS;
+	struct handoff h = {n, on_free(c->ngen), 0, false};
+	struct wlk_seg_request *r = wlk__req(b, c->slot);
 
-	do {
-		for (int i = 0; i < WLK_SPIN_CHECK; i++) {
-			uint64_t f = uatomic_read(&n->fast);
-
-			if ((f & ~WLK_FAST_WAIT) == mine) {
-				struct wlk_seg_request *r =
-					wlk__req(b, c->slot);
-
-				cmm_smp_rmb();
-				r->grant_ns = wlk__stamp_ns();
-				*token = wlk__token_give(n, r);
-				/* The handoff was the holder's CAS: order
-				 * our look at it before the freeze word. */
-				cmm_smp_mb();
-				return done(b);
-			}
-			if ((f & ~WLK_FAST_WHO_MASK & ~WLK_FAST_WAIT) != on)
-				return WLK__FAST_SLOW;
-			caa_cpu_relax();
-		}
-	} while (wlk__now_ns() < end);
-	return WLK__FAST_SLOW;
+	h.mine = h.on | who(c->slot, c->gen, c->mode);
+	if (!wlk__spin(handed_or_gone, NULL, &h, WLK_SPIN_NS) || !h.handed)
+		return WLK__FAST_SLOW;
+	cmm_smp_rmb();
+	r->grant_ns = wlk__stamp_ns();
+	*token = wlk__token_give(n, r);
+	/* The handoff was the holder's CAS: order our look at it before the
+	 * freeze word. */
+	cmm_smp_mb();
+	return done(b);
 }
 
 /*
