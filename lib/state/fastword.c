@@ -7,7 +7,7 @@
  * share only the inline helpers of state.h.
  *
  * The fast path's functions take a struct wlk__fast_claim (the name entry,
- * and a request slot of the caller's lane, api/lane.c) and return an enum
+ * and a request slot of the caller's lane, shm/lane.c) and return an enum
  * wlk__fast: none is an error, none takes the mutex. WLK__FAST_SLOW sends
  * the caller to the mutex; WLK__FAST_FROZEN (done while a query copies)
  * makes it wait for the copy first (layout.h, QUERY).
