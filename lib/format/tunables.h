@@ -13,15 +13,17 @@
 
 /* Spinning and retrying. */
 
-/* A blocked request spins this long first (more than one CPU online): a
- * lock handed over within it costs no system call on either side. */
+/* A blocked request spins this long first (wlk__spin(), spin.c): a lock
+ * handed over within it costs no system call on either side. */
 #define WLK_SPIN_NS (20ull * 1000)
 /* Pause instructions between clock reads while spinning: a clock read
  * costs more than a pause, and 64 pauses stay well under a microsecond. */
 #define WLK_SPIN_CHECK 64
-/* Tries at the segment mutex before sleeping on it: critical sections last
- * well under a microsecond, so a short spin usually finds it free. */
-#define WLK_MUTEX_SPINS 200
+/* How long a locker of the segment mutex spins before sleeping on it:
+ * critical sections last well under a microsecond, so a holder that runs
+ * lets go within this; one that does not (descheduled, stopped) is not
+ * worth spinning longer for. */
+#define WLK_MUTEX_SPIN_NS (2ull * 1000)
 /* Looks at a changing fast word before an acquire takes the mutex
  * instead: a word that keeps moving is contended, and the mutex queues. */
 #define WLK_FAST_TRIES 4

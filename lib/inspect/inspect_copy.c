@@ -311,19 +311,18 @@ static void ident(char *dst, size_t cap, const char *src, uint32_t len,
 	dst[n] = '\0';
 }
 
-static int build(struct wlk_inspect *in, struct snap *s)
+/*
+ * The public header of @s: what the segment header says, bounded (its
+ * strings NUL-terminated in @s), with what the copy counted and the time
+ * it was taken.
+ */
+static void build_header(const struct wlk_inspect *in, struct snap *s)
 {
-	struct wlk_inspect_snapshot *p = &s->pub;
 	const struct wlk_seg_header *h = &s->hdr;
-	bool our_ns = wlk__same_pidns(h);
+	const struct wlk__geo *g = &in->b.geo;
 	uint32_t mutex = s->mutex;
 	struct timespec now;
 
-	p->agents = calloc(s->n_ra + 1, sizeof(*p->agents));
-	p->clients = calloc(s->n_rc + 1, sizeof(*p->clients));
-	p->requests = calloc(s->n_rr + 1, sizeof(*p->requests));
-	if (!p->agents || !p->clients || !p->requests)
-		return -ENOMEM;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	memcpy(s->path, in->path, sizeof(s->path));
 	ident(s->origin, sizeof(s->origin), h->origin, h->origin_len,
@@ -332,10 +331,10 @@ static int build(struct wlk_inspect *in, struct snap *s)
 	      sizeof(h->bucket));
 	ident(s->partition, sizeof(s->partition), h->partition,
 	      h->partition_len, sizeof(h->partition));
-	p->header = (struct wlk_inspect_header){
+	s->pub.header = (struct wlk_inspect_header){
 		.path = s->path, .generation = in->generation,
 		.layout_version = h->layout_version,
-		.segment_size = in->b.geo.size,
+		.segment_size = g->size,
 		.created_realtime_ns = h->created_ns,
 		.origin = s->origin, .bucket = s->bucket,
 		.partition = s->partition,
@@ -345,11 +344,11 @@ static int build(struct wlk_inspect *in, struct snap *s)
 		.reaped_agents = h->reaped_agents,
 		.last_token = h->next_token > s->max_token ? h->next_token
 							    : s->max_token,
-		.max_agents = in->b.geo.max_agents,
-		.max_clients = in->b.geo.max_clients,
-		.max_names = in->b.geo.max_names,
-		.max_requests = in->b.geo.max_requests,
-		.max_name_len = in->b.geo.max_name_len,
+		.max_agents = g->max_agents,
+		.max_clients = g->max_clients,
+		.max_names = g->max_names,
+		.max_requests = g->max_requests,
+		.max_name_len = g->max_name_len,
 		.agents = (uint32_t)s->n_ra, .clients = (uint32_t)s->n_rc,
 		.names = h->n_names,
 		.requests = h->n_requests > s->spare ? h->n_requests - s->spare
@@ -360,6 +359,19 @@ static int build(struct wlk_inspect *in, struct snap *s)
 		.now_ns = (uint64_t)now.tv_sec * WLK_NSEC_PER_SEC +
 			  (uint64_t)now.tv_nsec,
 	};
+}
+
+static int build(struct wlk_inspect *in, struct snap *s)
+{
+	struct wlk_inspect_snapshot *p = &s->pub;
+	bool our_ns = wlk__same_pidns(&s->hdr);
+
+	p->agents = calloc(s->n_ra + 1, sizeof(*p->agents));
+	p->clients = calloc(s->n_rc + 1, sizeof(*p->clients));
+	p->requests = calloc(s->n_rr + 1, sizeof(*p->requests));
+	if (!p->agents || !p->clients || !p->requests)
+		return -ENOMEM;
+	build_header(in, s);
 	for (size_t i = 0; i < s->n_ra; i++)
 		p->agents[i] = (struct wlk_inspect_agent){
 			s->ra[i].slot, (pid_t)s->ra[i].pid,

@@ -15,6 +15,7 @@
  * the mutex itself does not need.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <time.h>
 
 #include "repair.h"
@@ -80,32 +81,50 @@ static int lock_wait(pthread_mutex_t *mu, uint64_t deadline,
 	}
 }
 
+/* What a locker spinning for the mutex watches (lock_spin()). */
+struct mutex_spin {
+	pthread_mutex_t *mu;
+	const uint32_t *word; /* its lock word: layout.h asserts where */
+	int rc;               /* the last trylock's result */
+};
+
+/* Whether the mutex was free and one trylock settled it (see rc). */
+static bool lock_tried(void *arg)
+{
+	struct mutex_spin *s = arg;
+
+	if (uatomic_read(s->word) != 0)
+		return false;
+	s->rc = pthread_mutex_trylock(s->mu);
+	return s->rc != EBUSY;
+}
+
+/* Whether others already sleep in the kernel for the mutex: glibc sets
+ * FUTEX_WAITERS in its lock word before they do. */
+static bool lock_queued(void *arg)
+{
+	const struct mutex_spin *s = arg;
+
+	return (uatomic_read(s->word) & FUTEX_WAITERS) != 0;
+}
+
 /*
  * glibc's robust mutex sleeps in the kernel as soon as it finds the mutex
  * taken; the critical sections here last well under a microsecond, so a
- * short spin on the lock word (read-only, then one trylock when it looks
- * free) usually gets the mutex without two system calls. Every outcome of
+ * short spin (wlk__spin(): read-only, then one trylock when it looks free)
+ * usually gets the mutex without two system calls. Every outcome of
  * trylock is one lock() can have, handled alike by the caller; a bounded
  * wait adds ETIMEDOUT and ECANCELED (lock_wait()).
  */
 static int lock_spin(pthread_mutex_t *mu, uint64_t deadline,
 		     const int *stop)
 {
-	const uint32_t *word = (const uint32_t *)mu; /* layout.h asserts */
-	int rc = pthread_mutex_trylock(mu);
+	struct mutex_spin s = {mu, (const uint32_t *)mu, EBUSY};
 
-	if (rc != EBUSY)
-		return rc;
-	if (wlk__spin_ok()) {
-		for (int i = 0; i < WLK_MUTEX_SPINS; i++) {
-			caa_cpu_relax();
-			if (uatomic_read(word) != 0)
-				continue;
-			rc = pthread_mutex_trylock(mu);
-			if (rc != EBUSY)
-				return rc;
-		}
-	}
+	s.rc = pthread_mutex_trylock(mu);
+	if (s.rc != EBUSY ||
+	    wlk__spin(lock_tried, lock_queued, &s, WLK_MUTEX_SPIN_NS))
+		return s.rc;
 	if (deadline || stop)
 		return lock_wait(mu, deadline, stop);
 	return pthread_mutex_lock(mu);

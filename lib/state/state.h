@@ -2,9 +2,10 @@
 /*
  * state.h - the segment's tables and words, all in shared memory: slot
  * allocation, name lookup and the idle list (table.c), and a name's fast
- * word and waiter word (fastword.c, their one owner). No blocking calls:
- * what a change owes other processes goes into a wake list (struct
- * wlk__wake), which the repair layer flushes after the mutex.
+ * word and waiter word (their only owners: fastword.c for the fast path,
+ * fastword_mutex.c for the mutex side). No blocking calls: what a change
+ * owes other processes goes into a wake list (struct wlk__wake), which
+ * the repair layer flushes after the mutex.
  */
 #ifndef WLK_STATE_H
 #define WLK_STATE_H
@@ -86,9 +87,30 @@ bool wlk__name_peek(struct wlk__bucket *b, const char *name, uint32_t len,
 		    uint64_t hash, uint32_t *ni, uint32_t *ngen) WLK_INTERNAL;
 
 /*
- * fastword.c: the one owner of a name's fast word and waiter word
- * (layout.h, FAST PATH).
+ * fastword.c and fastword_mutex.c: the only owners of a name's fast word
+ * and waiter word (layout.h, FAST PATH), the fast path's side and the
+ * mutex side's.
  */
+
+_Static_assert(WLK_LIMIT_MAX_REQUESTS + 1ull <= WLK_FAST_HOLDER_MASK,
+	       "a fast word holds any request slot + 1");
+
+/* A fast word, read before what its holder published with it. */
+static inline uint64_t wlk__fast_load(const uint64_t *f)
+{
+	uint64_t v = uatomic_read(f);
+
+	cmm_smp_rmb();
+	return v;
+}
+
+/* The holder or waiter part of a fast word for slot @s, gen @g, @mode. */
+static inline uint64_t wlk__fast_who(uint32_t s, uint32_t g,
+				     enum wlk_mode mode)
+{
+	return WLK_FAST(0, 0, s + 1, g) |
+	       (mode == WLK_SHARED ? WLK_FAST_SHARED : 0);
+}
 
 /* What a fast operation did; nothing here is an error. */
 enum wlk__fast {
@@ -116,7 +138,7 @@ enum wlk__fast wlk__fast_await(struct wlk__bucket *b,
 			       uint64_t *token) WLK_INTERNAL;
 enum wlk__fast wlk__fast_let_go(struct wlk__bucket *b,
 				const struct wlk__fast_claim *c) WLK_INTERNAL;
-/* The mutex side. */
+/* fastword_mutex.c: the mutex side. */
 uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni, uint32_t *waiter)
 	WLK_INTERNAL;
 void wlk__fast_waiter_clear(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;

@@ -34,19 +34,6 @@
 
 static int waitv_missing; /* [A] futex_waitv returned ENOSYS once */
 
-/* Spinning helps only if whoever we wait for can run meanwhile. */
-bool wlk__spin_ok(void)
-{
-	static int ncpu; /* [A] 0 until known */
-	int n = uatomic_read(&ncpu);
-
-	if (!n) {
-		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-		uatomic_set(&ncpu, n > 0 ? n : 1);
-	}
-	return n > 1;
-}
-
 uint64_t wlk__now_ns(void)
 {
 	struct timespec ts;

@@ -3,8 +3,9 @@
  * sys.h - the system primitives: clocks and futexes (futex.c, the only
  * place that makes futex system calls), robust mutexes (robust.c), the
  * name hash (hash.c), this process and its library threads (proc.c),
- * fencing-token clock marks (token.c), doorbells (doorbell.c) and fail
- * points. Above the segment format; below everything else.
+ * fencing-token clock marks (token.c), doorbells (doorbell.c), fail
+ * points, and the spin before a sleep (spin.c). Above the segment
+ * format; below everything else.
  */
 #ifndef WLK_SYS_H
 #define WLK_SYS_H
@@ -91,6 +92,11 @@ static inline uint64_t wlk__deadline_ns(uint64_t timeout_ns)
 }
 uint64_t wlk__stamp_ns(void) WLK_INTERNAL;
 uint64_t wlk__realtime_ns(void) WLK_INTERNAL;
+
+/* spin.c: the one spin-then-sleep policy, for every waiter that spins
+ * before it sleeps on a futex (wlk__spin_ok() is declared above). */
+bool wlk__spin(bool (*done)(void *arg), bool (*queued)(void *arg),
+	       void *arg, uint64_t budget_ns) WLK_INTERNAL;
 
 /* robust.c */
 int wlk__mutex_init(pthread_mutex_t *mu) WLK_INTERNAL;
