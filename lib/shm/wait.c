@@ -38,27 +38,60 @@ static int watch_refresh(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 	return 0;
 }
 
-/*
- * Spin a little before sleeping: a grant that comes meanwhile costs no
- * system call on either side (the granter skips the wake of a waiter not
- * marked sleeping). Return: true if the request left PENDING.
- */
-static bool spin_grant(const uint32_t *word, uint32_t gen)
-{
-	uint64_t end;
+/* The request's word, and its value while PENDING: what the spin and
+ * the sleep watch. */
+struct pending {
+	const uint32_t *word;
+	uint32_t w;
+};
 
-	if (!wlk__spin_ok())
-		return false;
-	end = wlk__now_ns() + WLK_SPIN_NS;
-	do {
-		for (int i = 0; i < WLK_SPIN_CHECK; i++) {
-			if (wlk__word_load(word) !=
-			    WLK_WORD(gen, WLK_SLOT_PENDING))
-				return true;
-			caa_cpu_relax();
+static bool left_pending(void *arg)
+{
+	const struct pending *p = arg;
+
+	return wlk__word_load(p->word) != p->w;
+}
+
+/*
+ * The futex words to sleep on while the request is PENDING as @w: its
+ * word, the signal's, the manager's close word, the blockers' lifelines;
+ * each read before its condition, so that a change between the two makes
+ * the wait return at once. Return: 0 with *@n words in @v, or the reason
+ * to give up now (the signal's, WLK_ESTATE).
+ */
+static int wait_words(struct wlk__shm_manager *m, uint32_t *word, uint32_t w,
+		      struct wlk_signal *sig, const struct wlk__watch *watch,
+		      struct wlk__waitv *v, unsigned int *n)
+{
+	*n = 0;
+	v[(*n)++] = (struct wlk__waitv){word, w};
+	if (sig) {
+		v[(*n)++] = (struct wlk__waitv){&sig->word,
+						uatomic_read(&sig->word)};
+		cmm_smp_mb();
+		if (uatomic_read(&sig->reason))
+			return uatomic_read(&sig->reason);
+	}
+	v[(*n)++] = (struct wlk__waitv){&m->pub.close_word,
+					uatomic_read(&m->pub.close_word)};
+	cmm_smp_mb();
+	if (uatomic_read(&m->pub.closed))
+		return WLK_ESTATE;
+	for (unsigned int i = 0; i < watch->n; i++)
+		v[(*n)++] = watch->v[i];
+	return 0;
+}
+
+/* A blocker's lifeline changed: it died or let go. The kernel woke one
+ * watcher; pass it on at once, and look again. */
+static void lifelines_pass_on(struct wlk__watch *watch)
+{
+	for (unsigned int i = 0; i < watch->n; i++) {
+		if (uatomic_read(watch->v[i].word) != watch->v[i].val) {
+			wlk__futex_wake(watch->v[i].word, INT32_MAX);
+			watch->stale = true;
 		}
-	} while (wlk__now_ns() < end);
-	return false;
+	}
 }
 
 /*
@@ -73,17 +106,21 @@ int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 {
 	struct wlk_seg_request *r = wlk__req(m->b, slot);
 	uint32_t *word = &r->word;
+	struct pending p = {word, WLK_WORD(gen, WLK_SLOT_PENDING)};
 
-	if (spin_grant(word, gen))
+	/* A grant that comes while spinning costs no system call on either
+	 * side (the granter skips the wake of a waiter not marked
+	 * sleeping). Nobody queues behind a waiter: no early stop. */
+	if (wlk__spin(left_pending, NULL, &p, WLK_SPIN_NS))
 		return 0;
 	for (;;) {
 		struct wlk__waitv v[3 + WLK_WATCH_MAX];
-		unsigned int n = 0;
+		unsigned int n;
 		uint64_t until = deadline, now, recheck;
 		uint32_t w = wlk__word_load(word);
 		int rc;
 
-		if (w != WLK_WORD(gen, WLK_SLOT_PENDING))
+		if (w != p.w)
 			return 0;
 		if (watch->stale) {
 			rc = watch_refresh(m->b, slot, gen, watch);
@@ -91,23 +128,9 @@ int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 				return rc;
 			continue;
 		}
-		v[n++] = (struct wlk__waitv){word, w};
-		/* Read each word before its condition: a change between
-		 * the two makes the wait return at once. */
-		if (sig) {
-			v[n++] = (struct wlk__waitv){
-				&sig->word, uatomic_read(&sig->word)};
-			cmm_smp_mb();
-			if (uatomic_read(&sig->reason))
-				return uatomic_read(&sig->reason);
-		}
-		v[n++] = (struct wlk__waitv){&m->pub.close_word,
-					     uatomic_read(&m->pub.close_word)};
-		cmm_smp_mb();
-		if (uatomic_read(&m->pub.closed))
-			return WLK_ESTATE;
-		for (unsigned int i = 0; i < watch->n; i++)
-			v[n++] = watch->v[i];
+		rc = wait_words(m, word, w, sig, watch, v, &n);
+		if (rc)
+			return rc;
 		now = wlk__now_ns();
 		if (deadline && now >= deadline)
 			return WLK_ETIMEDOUT;
@@ -127,14 +150,7 @@ int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 		uatomic_set(&r->sleeping, 0);
 		if (rc == -ETIMEDOUT && until != deadline)
 			watch->stale = true;
-		/* A blocker's lifeline changed: it died or let go. The kernel
-		 * woke one watcher; pass it on at once, then look. */
-		for (unsigned int i = 0; i < watch->n; i++) {
-			if (uatomic_read(watch->v[i].word) != watch->v[i].val) {
-				wlk__futex_wake(watch->v[i].word, INT32_MAX);
-				watch->stale = true;
-			}
-		}
+		lifelines_pass_on(watch);
 	}
 }
 
