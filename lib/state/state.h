@@ -2,10 +2,9 @@
 /*
  * state.h - the segment's tables and words, all in shared memory: slot
  * allocation, name lookup and the idle list (table.c), and a name's fast
- * word and waiter word (their only owners: fastword.c for the fast path,
- * fastword_mutex.c for the mutex side). No blocking calls: what a change
- * owes other processes goes into a wake list (struct wlk__wake), which
- * the repair layer flushes after the mutex.
+ * word and waiter word (fastword.c, their one owner). No blocking calls:
+ * what a change owes other processes goes into a wake list (struct
+ * wlk__wake), which the repair layer flushes after the mutex.
  */
 #ifndef WLK_STATE_H
 #define WLK_STATE_H
@@ -87,9 +86,8 @@ bool wlk__name_peek(struct wlk__bucket *b, const char *name, uint32_t len,
 		    uint64_t hash, uint32_t *ni, uint32_t *ngen) WLK_INTERNAL;
 
 /*
- * fastword.c and fastword_mutex.c: the only owners of a name's fast word
- * and waiter word (layout.h, FAST PATH), the fast path's side and the
- * mutex side's.
+ * fastword.c: the one owner of a name's fast word and waiter word
+ * (layout.h, FAST PATH).
  */
 
 _Static_assert(WLK_LIMIT_MAX_REQUESTS + 1ull <= WLK_FAST_HOLDER_MASK,
@@ -138,7 +136,7 @@ enum wlk__fast wlk__fast_await(struct wlk__bucket *b,
 			       uint64_t *token) WLK_INTERNAL;
 enum wlk__fast wlk__fast_let_go(struct wlk__bucket *b,
 				const struct wlk__fast_claim *c) WLK_INTERNAL;
-/* fastword_mutex.c: the mutex side. */
+/* The mutex side. */
 uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni, uint32_t *waiter)
 	WLK_INTERNAL;
 void wlk__fast_waiter_clear(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
