@@ -10,8 +10,9 @@
 #include "engine.h"
 
 /* request.c */
-int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,
-		       const struct wlk_options *o) WLK_INTERNAL;
+int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t len,
+		       const struct wlk_options **o, struct wlk_options *copy,
+		       struct wlk_lock **out) WLK_INTERNAL;
 
 /* handle.c */
 struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,

@@ -35,23 +35,38 @@ static int validate(struct wlk_manager *m, const char *name, size_t *len,
 }
 
 /*
- * wlk__acquire_begin() - the checks of a request, in the spec's order:
- * arguments, then the manager (a reference to it is taken for the call),
- * then spec 3.2.1 steps 5-9. On error no reference is kept.
+ * wlk__acquire_begin() - the start of a request: its options read (*@o
+ * then points at @copy, or the defaults), the checks in the spec's order
+ * (arguments, then the manager, then spec 3.2.1 steps 5-9), a reference
+ * to the manager for the call, and a new handle in *@out. On error
+ * nothing is kept.
  */
-int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t *len,
-		       const struct wlk_options *o)
+int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t len,
+		       const struct wlk_options **o, struct wlk_options *copy,
+		       struct wlk_lock **out)
 {
+	const struct wlk_options *opt = *o;
+	struct wlk_lock *l;
 	int rc;
 
-	if (!m || !name || (o->mode != WLK_EXCLUSIVE && o->mode != WLK_SHARED))
+	if (wlk__options_read(&opt, copy))
+		return WLK_EINVAL;
+	if (!m || !name ||
+	    (opt->mode != WLK_EXCLUSIVE && opt->mode != WLK_SHARED))
 		return WLK_EINVAL;
 	if (!wlk__manager_enter(m))
 		return WLK_ESTATE;
-	rc = validate(m, name, len, o);
-	if (rc)
+	rc = validate(m, name, &len, opt);
+	l = rc ? NULL : wlk__lock_new(m, name, len, opt->mode);
+	if (!rc && !l)
+		rc = -ENOMEM;
+	if (rc) {
 		wlk__manager_leave(m);
-	return rc;
+		return rc;
+	}
+	*o = opt;
+	*out = l;
+	return 0;
 }
 
 static int acquire(struct wlk_manager *m, const char *name, size_t len,
@@ -62,16 +77,9 @@ static int acquire(struct wlk_manager *m, const char *name, size_t len,
 	bool held = false;
 	int rc;
 
-	rc = wlk__options_read(&o, &copy);
-	if (!rc)
-		rc = wlk__acquire_begin(m, name, &len, o);
+	rc = wlk__acquire_begin(m, name, len, &o, &copy, &l);
 	if (rc)
 		return rc;
-	l = wlk__lock_new(m, name, len, o->mode);
-	if (!l) {
-		wlk__manager_leave(m);
-		return -ENOMEM;
-	}
 	rc = m->e->acquire(m, l, o, &held);
 	if (rc || !held) {
 		wlk__lock_free(l);

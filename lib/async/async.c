@@ -65,24 +65,21 @@ WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
 {
 	struct wlk_options copy;
 	struct wlk_async *r;
+	struct wlk_lock *l;
 	int rc;
 
 	if (!cb)
 		return WLK_EINVAL;
-	rc = wlk__options_read(&o, &copy);
-	if (!rc)
-		rc = wlk__acquire_begin(m, name, &name_len, o);
+	rc = wlk__acquire_begin(m, name, name_len, &o, &copy, &l);
 	if (rc)
 		return rc;
 	r = calloc(1, sizeof(*r));
-	if (r)
-		r->l = wlk__lock_new(m, name, name_len, o->mode);
-	if (!r || !r->l) {
-		free(r);
+	if (!r) {
+		wlk__lock_free(l);
 		wlk__manager_leave(m);
 		return -ENOMEM;
 	}
-	*r = (struct wlk_async){.m = m, .l = r->l, .cb = cb, .arg = arg,
+	*r = (struct wlk_async){.m = m, .l = l, .cb = cb, .arg = arg,
 				.sig = o->signal};
 	r->deadline = wlk__deadline_ns(o->timeout_ns);
 	pthread_mutex_lock(&m->amu);
