@@ -86,7 +86,8 @@ static bool find(struct wlk__bucket *b, struct wlk__shm_lock *l, uint32_t *ni,
 	l->hash = hash; /* for the mutex path, if it comes to that */
 	l->hashed = true;
 	if (!*memo_hit) {
-		if (!wlk__name_peek(b, l->pub.name, (uint32_t)l->pub.name_len, hash,
+		if (!wlk__name_peek(b, l->pub.name,
+				    (uint32_t)l->pub.name_len, hash,
 				    ni, ngen))
 			return false;
 		memo_keep(b, l, hash, *ni, *ngen);
@@ -101,7 +102,8 @@ static bool find(struct wlk__bucket *b, struct wlk__shm_lock *l, uint32_t *ni,
  * fast fields); _WAITING: enlisted (wlk__lane_await() next); _SLOW: no
  * reserved slot, unknown name, inflated, contended, a race: take the mutex.
  */
-enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
+enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
+				 struct wlk__shm_lock *l,
 				 bool may_wait)
 {
 	struct wlk__bucket *b = m->b;
@@ -138,7 +140,8 @@ enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m, struct wlk__shm_loc
  */
 enum wlk__fast wlk__lane_await(struct wlk__shm_lock *l)
 {
-	enum wlk__fast rc = wlk__fast_await(wlk__shm_lm(l)->b, &l->claim, &l->pub.token);
+	enum wlk__fast rc =
+		wlk__fast_await(wlk__shm_lm(l)->b, &l->claim, &l->pub.token);
 
 	if (rc != WLK__FAST_SLOW)
 		l->fast = true;
