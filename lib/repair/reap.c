@@ -71,7 +71,11 @@ static bool agent_probe(struct wlk__bucket *b, uint32_t ai,
 	/* Dead (EOWNERDEAD), or a slot whose owner unlocked without
 	 * detaching: either way nobody keeps it alive. We own it now. */
 	if (rc == EOWNERDEAD)
-		pthread_mutex_consistent(&a->u.lifeline);
+		/* Fails only (EINVAL) for a mutex not robust or not left
+		 * inconsistent: this one is both, and ours. Should it fail
+		 * after all, the slot's next allocation (table.c) repairs
+		 * the lifeline again. */
+		(void)pthread_mutex_consistent(&a->u.lifeline);
 	reap(b, ai, wake);
 	wake->reaped[wake->n_reaped++] = ai;
 	uatomic_inc(&b->hdr->reaped_agents);
