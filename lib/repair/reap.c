@@ -73,8 +73,9 @@ static bool agent_probe(struct wlk__bucket *b, uint32_t ai,
 	if (rc == EOWNERDEAD)
 		/* Fails only (EINVAL) for a mutex not robust or not left
 		 * inconsistent: this one is both, and ours. Should it fail
-		 * after all, the slot's next allocation (table.c) repairs
-		 * the lifeline again. */
+		 * after all, the lifeline cannot be locked again and the
+		 * allocator (table.c) skips the slot: one agent slot lost,
+		 * nothing held wrongly. */
 		(void)pthread_mutex_consistent(&a->u.lifeline);
 	reap(b, ai, wake);
 	wake->reaped[wake->n_reaped++] = ai;
