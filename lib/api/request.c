@@ -41,9 +41,10 @@ static int validate(struct wlk_manager *m, const char *name, size_t *len,
  * to the manager for the call, and a new handle in *@out. On error
  * nothing is kept.
  */
-int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t len,
-		       const struct wlk_options **o, struct wlk_options *copy,
-		       struct wlk_lock **out)
+static inline __attribute__((always_inline)) int
+begin(struct wlk_manager *m, const char *name, size_t len,
+      const struct wlk_options **o, struct wlk_options *copy,
+      struct wlk_lock **out)
 {
 	const struct wlk_options *opt = *o;
 	struct wlk_lock *l;
@@ -69,15 +70,25 @@ int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t len,
 	return 0;
 }
 
-static int acquire(struct wlk_manager *m, const char *name, size_t len,
-		   const struct wlk_options *o, struct wlk_lock **out)
+/* The async path's begin (async.c); the blocking one inlines begin(). */
+int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t len,
+		       const struct wlk_options **o, struct wlk_options *copy,
+		       struct wlk_lock **out)
+{
+	return begin(m, name, len, o, copy, out);
+}
+
+/* Inline in both callers: the uncontended path keeps one frame here. */
+static inline __attribute__((always_inline)) int
+acquire(struct wlk_manager *m, const char *name, size_t len,
+	const struct wlk_options *o, struct wlk_lock **out)
 {
 	struct wlk_options copy;
 	struct wlk_lock *l;
 	bool held = false;
 	int rc;
 
-	rc = wlk__acquire_begin(m, name, len, &o, &copy, &l);
+	rc = begin(m, name, len, &o, &copy, &l);
 	if (rc)
 		return rc;
 	rc = m->e->acquire(m, l, o, &held);
@@ -125,6 +136,15 @@ WLK_EXPORT int wlk_release(struct wlk_lock *l)
 	return rc;
 }
 
+/* wlk_request()'s acquire, out of line: its frame holds a cancellation
+ * cleanup, which an inlined acquire() would have to survive. */
+static __attribute__((noinline)) int
+acquire_for_request(struct wlk_manager *m, const char *name, size_t len,
+		    const struct wlk_options *o, struct wlk_lock **out)
+{
+	return acquire(m, name, len, o, out);
+}
+
 /* A thread cancelled inside the callback must not keep the lock. */
 static void release_on_cancel(void *arg)
 {
@@ -140,7 +160,7 @@ WLK_EXPORT int wlk_request(struct wlk_manager *m, const char *name,
 
 	if (!cb)
 		return WLK_EINVAL;
-	rc = acquire(m, name, name_len, o, &l);
+	rc = acquire_for_request(m, name, name_len, o, &l);
 	if (rc)
 		return rc;
 	pthread_cleanup_push(release_on_cancel, l);
