@@ -63,7 +63,7 @@
 /* Bump on any change to the format this file describes (a new bit, field,
  * size or meaning; not a new way of writing the same one, which the
  * asserts pin); it is part of the segment name too. */
-#define WLK_LAYOUT_VERSION 6u
+#define WLK_LAYOUT_VERSION 7u
 #define WLK_SEG_MAGIC "WEBLOCKS"
 #define WLK_SEG_MAGIC_LEN 8
 #define WLK_CACHELINE 64u
@@ -134,6 +134,21 @@ enum wlk_slot_state {
  * and a holder is an inflation a dead process left halfway: recovery
  * finishes it. The slot-gen bits make a stale handle's release CAS fail
  * after the slot was reused.
+ *
+ * GRANT BROADCAST. A blocked waiter sleeps on its request's word and on
+ * its name's grants word at once (futex_waitv), having read the grants
+ * word before its last look at its own. Whoever grants requests of one
+ * name to two or more sleeping waiters at once changes their words, then
+ * bumps the name's grants word and wakes WLK_BROADCAST_FANOUT of its
+ * sleepers; every waiter that wakes to a changed grants word wakes as
+ * many again, so a grant of N costs the granter one system call and
+ * spreads the N wake-ups over the woken. Each looks at its own word;
+ * those not granted sleep again. Should every waiter woken in one round
+ * die before passing it on, the rest see their grants at their next
+ * recheck (WLK_SAFETY_RECHECK_NS). One grant wakes its waiter on its own
+ * word. On a kernel without futex_waitv a waiter sleeps on its own word
+ * only, in slices of WLK_FALLBACK_SLICE_NS, which bound how late it sees
+ * a broadcast grant.
  *
  * QUERY. A query (inspect/query.c) copies the whole bucket under the mutex, and
  * the fast path does not take it; for the copy to be one instant's state
@@ -372,7 +387,9 @@ struct wlk_seg_name {
 	uint32_t n_pending; /* [D] */
 	uint32_t idle_prev; /* [D] idle list links, WLK_NIL when not idle */
 	uint32_t idle_next; /* [D] */
-	uint32_t pad1;
+	uint32_t grants;    /* [F] bumped after a batch of its requests was
+			     * granted: its blocked waiters sleep on it too
+			     * (GRANT BROADCAST) */
 	uint64_t pad2[2];
 	uint64_t seq;       /* [M] request order: last one used */
 	/* followed by max_name_len bytes, padded to name_stride */

@@ -68,9 +68,19 @@
 /* Processes whose death one async manager watches through pidfds; more
  * fall back to WLK_RECHECK_NS. */
 #define PIDFD_MAX 32
-/* Grants whose waiters (and doorbells) are woken one by one, from a list
- * on the stack; more fall back to a sweep of every waiter. */
+/* Grants whose waiters (and doorbells) are woken, from a list on the
+ * stack; more are woken through their names' grants words. */
 #define WLK_WAKE_BATCH 32
+/* Names whose grants words one critical section may broadcast on: a batch
+ * grant touches one name; more fall back to a sweep of every waiter. */
+#define WLK_WAKE_NAMES 8
+/* Sleeping waiters of one name, granted together, that are woken by one
+ * broadcast on the name's grants word instead of one wake each. */
+#define WLK_BROADCAST_MIN 2
+/* Waiters a broadcast wakes, and each waiter it woke wakes in turn: the
+ * wake-ups spread over the woken instead of all falling on the granter,
+ * whose release call then costs a few wake-ups, not one per waiter. */
+#define WLK_BROADCAST_FANOUT 32
 /* Dead agents reaped per critical section (their lifelines are unlocked
  * after it); wlk__reap_all() says when more are left for another pass. */
 #define WLK_REAP_BATCH 32

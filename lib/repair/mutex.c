@@ -157,6 +157,7 @@ int wlk__lock_until(struct wlk__bucket *b, struct wlk__wake *wake,
 
 	/* The counters only: the arrays are read up to them. */
 	wake->self1 = wake->n = wake->n_reaped = wake->n_bells = 0;
+	wake->n_names = 0;
 	wake->sweep = wake->bell_sweep = false;
 
 	if (!wlk__mutex_sane(mu)) {
@@ -230,6 +231,63 @@ static void wake_sweep(struct wlk__bucket *b)
 		if (WLK_WORD_STATE(uatomic_read(w)) != WLK_SLOT_FREE)
 			wlk__futex_wake(w, INT32_MAX);
 	}
+	for (uint32_t i = 0; i < b->geo.max_names; i++)
+		wlk__futex_wake(&wlk__name(b, i)->grants, INT32_MAX);
+}
+
+/* Wake every blocked waiter of name @ni with one system call (layout.h,
+ * GRANT BROADCAST). */
+static void broadcast(struct wlk__bucket *b, uint32_t ni)
+{
+	struct wlk_seg_name *n = wlk__name_at(b, ni);
+
+	if (!n)
+		return;
+	uatomic_inc(&n->grants);
+	wlk__futex_wake(&n->grants, WLK_BROADCAST_FANOUT);
+}
+
+/*
+ * The name that @min or more sleeping waiters of the list share, or
+ * WLK_NIL: a batch grant (one name's shared requests, granted at once)
+ * is woken by one broadcast, not one wake each. The slots are read after
+ * the mutex: a recycled one only makes the choice worse, never wrong.
+ */
+static uint32_t batch_name(struct wlk__bucket *b, const struct wlk__wake *wake)
+{
+	uint32_t ni = WLK_NIL, n = 0;
+
+	for (uint32_t i = 0; i < wake->n; i++) {
+		struct wlk_seg_request *r = wlk__req(b, wake->idx[i]);
+
+		if (!uatomic_read(&r->sleeping))
+			continue;
+		if (ni == WLK_NIL)
+			ni = uatomic_read(&r->name);
+		n += uatomic_read(&r->name) == ni;
+	}
+	return n >= WLK_BROADCAST_MIN ? ni : WLK_NIL;
+}
+
+/* The blocked waiters of the list and of the names collected. */
+static void wake_waiters(struct wlk__bucket *b, struct wlk__wake *wake)
+{
+	uint32_t ni;
+
+	cmm_smp_mb(); /* pairs with the waiter's, in shm/wait.c */
+	ni = batch_name(b, wake);
+	for (uint32_t i = 0; i < wake->n; i++) {
+		struct wlk_seg_request *r = wlk__req(b, wake->idx[i]);
+
+		if (uatomic_read(&r->sleeping) &&
+		    (ni == WLK_NIL || uatomic_read(&r->name) != ni))
+			wlk__futex_wake(&r->word, INT32_MAX);
+	}
+	if (ni != WLK_NIL)
+		broadcast(b, ni);
+	for (uint32_t i = 0; i < wake->n_names; i++)
+		if (wake->names[i] != ni)
+			broadcast(b, wake->names[i]);
 }
 
 /*
@@ -238,12 +296,14 @@ static void wake_sweep(struct wlk__bucket *b)
  * slot is a spurious one, which every waiter tolerates. A waiter still
  * spinning needs no system call: it marks itself sleeping, then re-reads
  * its word, and we changed the word, then read the mark (both sides with a
- * full barrier between), so one of us sees the other.
+ * full barrier between), so one of us sees the other. A broadcast bumps
+ * the name's grants word whether or not anyone sleeps: a waiter read it
+ * before its last look at its own word, so it sees either.
  */
 void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 {
-	if (!wake->n && !wake->n_reaped && !wake->n_bells && !wake->sweep &&
-	    !wake->bell_sweep)
+	if (!wake->n && !wake->n_names && !wake->n_reaped && !wake->n_bells &&
+	    !wake->sweep && !wake->bell_sweep)
 		return; /* the common case: nobody to wake */
 	/* Lifelines of reaped agents: let go, then wake all their watchers
 	 * (the kernel woke one; a trylock may have dropped FUTEX_WAITERS). */
@@ -259,18 +319,11 @@ void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 	if (wake->bell_sweep)
 		bell_sweep(b);
 	wake->bell_sweep = false;
-	if (wake->sweep) {
+	if (wake->sweep)
 		wake_sweep(b);
-	} else {
-		cmm_smp_mb(); /* pairs with the waiter's, in shm/wait.c */
-		for (uint32_t i = 0; i < wake->n; i++) {
-			struct wlk_seg_request *r = wlk__req(b, wake->idx[i]);
-
-			if (uatomic_read(&r->sleeping))
-				wlk__futex_wake(&r->word, INT32_MAX);
-		}
-	}
-	wake->n = 0;
+	else
+		wake_waiters(b, wake);
+	wake->n = wake->n_names = 0;
 	wake->sweep = false;
 }
 

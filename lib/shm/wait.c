@@ -52,19 +52,28 @@ static bool left_pending(void *arg)
 	return wlk__word_load(p->word) != p->w;
 }
 
+/* Words one blocked waiter sleeps on: its request's, its name's grants
+ * word, the signal's, the close word, and the blockers' lifelines. */
+#define WAIT_WORDS (4 + WLK_WATCH_MAX)
+
 /*
  * The futex words to sleep on while the request is PENDING as @w: its
- * word, the signal's, the manager's close word, the blockers' lifelines;
- * each read before its condition, so that a change between the two makes
- * the wait return at once. Return: 0 with *@n words in @v, or the reason
- * to give up now (the signal's, WLK_ESTATE).
+ * word, its name's grants word (@grants, if its name entry is sound:
+ * layout.h, GRANT BROADCAST), the signal's, the manager's close word, the
+ * blockers' lifelines; each read before its condition (the grants word
+ * before the caller's last look at its word), so that a change between
+ * the two makes the wait return at once. Return: 0 with *@n words in @v,
+ * or the reason to give up now (the signal's, WLK_ESTATE).
  */
 static int wait_words(struct wlk__shm_manager *m, uint32_t *word, uint32_t w,
-		      struct wlk_signal *sig, const struct wlk__watch *watch,
-		      struct wlk__waitv *v, unsigned int *n)
+		      uint32_t *grants, struct wlk_signal *sig,
+		      const struct wlk__watch *watch, struct wlk__waitv *v,
+		      unsigned int *n)
 {
 	*n = 0;
 	v[(*n)++] = (struct wlk__waitv){word, w};
+	if (grants)
+		v[(*n)++] = (struct wlk__waitv){grants, uatomic_read(grants)};
 	if (sig) {
 		v[(*n)++] = (struct wlk__waitv){&sig->word,
 						uatomic_read(&sig->word)};
@@ -107,6 +116,9 @@ int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 	struct wlk_seg_request *r = wlk__req(m->b, slot);
 	uint32_t *word = &r->word;
 	struct pending p = {word, WLK_WORD(gen, WLK_SLOT_PENDING)};
+	/* Its name, read once: fixed while the request is pending. */
+	struct wlk_seg_name *nm = wlk__name_at(m->b, uatomic_read(&r->name));
+	uint32_t *grants = nm ? &nm->grants : NULL;
 
 	/* A grant that comes while spinning costs no system call on either
 	 * side (the granter skips the wake of a waiter not marked
@@ -114,7 +126,7 @@ int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 	if (wlk__spin(left_pending, NULL, &p, WLK_SPIN_NS))
 		return 0;
 	for (;;) {
-		struct wlk__waitv v[3 + WLK_WATCH_MAX];
+		struct wlk__waitv v[WAIT_WORDS];
 		unsigned int n;
 		uint64_t until = deadline, now, recheck;
 		uint32_t w = wlk__word_load(word);
@@ -128,7 +140,7 @@ int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 				return rc;
 			continue;
 		}
-		rc = wait_words(m, word, w, sig, watch, v, &n);
+		rc = wait_words(m, word, w, grants, sig, watch, v, &n);
 		if (rc)
 			return rc;
 		now = wlk__now_ns();
@@ -148,6 +160,11 @@ int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 		}
 		rc = wlk__futex_wait(v, n, until);
 		uatomic_set(&r->sleeping, 0);
+		/* Woken by a broadcast (or it came as we slept): pass it on
+		 * to the next sleepers of the name (layout.h, GRANT
+		 * BROADCAST). */
+		if (grants && uatomic_read(grants) != v[1].val)
+			wlk__futex_wake(grants, WLK_BROADCAST_FANOUT);
 		if (rc == -ETIMEDOUT && until != deadline)
 			watch->stale = true;
 		lifelines_pass_on(watch);

@@ -32,6 +32,19 @@ static void bell_add(struct wlk__bucket *b, struct wlk__wake *wake,
 		wake->bell_sweep = true;
 }
 
+/* Broadcast on name @ni's grants word at the flush; a sweep if too many
+ * names (an index out of range is for the flush to bound). */
+static void name_add(struct wlk__wake *wake, uint32_t ni)
+{
+	for (uint32_t i = 0; i < wake->n_names; i++)
+		if (wake->names[i] == ni)
+			return;
+	if (wake->n_names < WLK_WAKE_NAMES)
+		wake->names[wake->n_names++] = ni;
+	else
+		wake->sweep = true;
+}
+
 /*
  * wlk__wake_add() - request @r changed state: wake its waiter once the
  * mutex is released, by futex for a blocking waiter, by doorbell for an
@@ -49,7 +62,7 @@ void wlk__wake_add(struct wlk__bucket *b, struct wlk__wake *wake, uint32_t r)
 	if (wake->n < WLK_WAKE_BATCH)
 		wake->idx[wake->n++] = r;
 	else
-		wake->sweep = true;
+		name_add(wake, wlk__req(b, r)->name);
 }
 
 /*

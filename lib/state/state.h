@@ -15,8 +15,12 @@
 struct wlk__wake {
 	uint32_t self1; /* 1 + the caller's own request: never woken; 0: none */
 	uint32_t n;
-	bool sweep; /* more than WLK_WAKE_BATCH: wake every held request */
+	bool sweep; /* names overflowed too: wake every waiter */
 	uint32_t idx[WLK_WAKE_BATCH];
+	/* Names of the grants past WLK_WAKE_BATCH: broadcast on their grants
+	 * words (layout.h, GRANT BROADCAST). */
+	uint32_t n_names;
+	uint32_t names[WLK_WAKE_NAMES];
 	/* Reaped agents whose lifelines this thread owns until the flush. */
 	uint32_t n_reaped;
 	uint32_t reaped[WLK_REAP_BATCH];
