@@ -619,9 +619,10 @@ wlk_acquire(struct wlk_manager *m, const char *name, size_t name_len,
  *
  * Context: thread-safe; never sleeps for another lock holder (only for the
  * segment mutex). May be called from any thread of the process that
- * acquired the lock. Its cost does not grow with the waiters it grants:
- * one waiter is woken directly, many (a run of shared requests) through
- * one broadcast that the woken pass on among themselves.
+ * acquired the lock. It makes a bounded number of system calls however
+ * many waiters it grants: one waiter is woken directly, many (a run of
+ * shared requests) through one broadcast that the woken pass on among
+ * themselves.
  *
  * Return: 0 on success, or
  * * %WLK_ESTOLEN - the lock had been stolen; nothing else was released.
