@@ -229,6 +229,13 @@ _Static_assert(WLK_CLAIM_GEN_SHIFT + WLK_CLAIM_HIGH_BITS <= 64u &&
 			     * for the fast path: may be granted through the
 			     * name's fast word (FAST, not HELD) */
 
+/* wlk_seg_name.list (NAME LISTS) */
+enum wlk_name_list {
+	WLK_LIST_NONE = 0, /* free, or between the lists under the mutex */
+	WLK_LIST_IDLE = 1,
+	WLK_LIST_BUSY = 2,
+};
+
 /* wlk_seg_header.seg_state */
 enum wlk_seg_state {
 	WLK_SEG_READY = 1,
@@ -303,7 +310,9 @@ struct wlk_seg_header {
 	uint64_t name_bytes;    /* [D][A] sum of used names' lengths */
 	uint32_t idle_head;     /* [D] unreferenced names, least recently */
 	uint32_t idle_tail;     /* [D] used first: evicted when needed */
-	uint8_t derived_pad[16];
+	uint32_t busy_head;     /* [D] referenced names, in no order: what */
+	uint32_t busy_tail;     /* [D] query() walks (NAME LISTS) */
+	uint8_t derived_pad[8];
 
 	/* Who the bucket is: compared on attach. */
 	uint32_t origin_len;    /* [C] */
@@ -364,6 +373,15 @@ struct wlk_seg_client {
  * name finds it ready. Idle entries are on an LRU list and are taken over
  * when a new name finds the free list empty. An idle entry may still be
  * held through its fast word (FAST PATH); eviction inflates it first.
+ *
+ * NAME LISTS. A used entry is on one of two lists, through the same links
+ * (list_prev, list_next) and as @list says: the idle list, or the busy
+ * list (some request refers to it). A name joins the busy list when it is
+ * created and when a request refers to it again (wlk__name_touch()), and
+ * moves to the idle list when its last request goes (wlk__name_put()). A
+ * query walks the busy list, and the idle list for names held through
+ * their fast words, not the whole table. Both are [D]: recovery rebuilds
+ * them from the slot words.
  * The first line is what finding the name reads and what the fast path
  * writes: two processes trading the name by the fast path (a handoff per
  * grant) move this one line between them, token included. The second line
@@ -385,12 +403,13 @@ struct wlk_seg_name {
 	uint32_t n_excl;    /* [D] exclusive locks held */
 	uint32_t n_shared;  /* [D] shared locks held */
 	uint32_t n_pending; /* [D] */
-	uint32_t idle_prev; /* [D] idle list links, WLK_NIL when not idle */
-	uint32_t idle_next; /* [D] */
+	uint32_t list_prev; /* [D] links in the idle or busy list */
+	uint32_t list_next; /* [D] */
 	uint32_t grants;    /* [F] bumped after a batch of its requests was
 			     * granted: its blocked waiters sleep on it too
 			     * (GRANT BROADCAST) */
-	uint64_t pad2[2];
+	uint32_t list;      /* [D] enum wlk_name_list: which one it is on */
+	uint32_t pad2[3];
 	uint64_t seq;       /* [M] request order: last one used */
 	/* followed by max_name_len bytes, padded to name_stride */
 };

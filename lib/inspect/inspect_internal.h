@@ -40,7 +40,7 @@ struct wlk__vctx {
 	 * fast holder or waiter; a lane slot may move on to another name
 	 * while we look, with a new claim. */
 	uint16_t *fast_seen;
-	uint8_t *idle_seen; /* per name slot: on the idle list */
+	uint8_t *idle_seen; /* per name slot: the list it is on (NAME LISTS) */
 	char (*msgs)[REPORT_LEN];
 };
 

@@ -128,40 +128,65 @@ static int copy_list(struct wlk__bucket *b, struct qbuf *q, uint32_t head,
 	return 0;
 }
 
-/* The copy itself, under the mutex. -ENOSPC: the buffers are too small. */
+/* Copy name @ni and its lists. -ENOSPC: the buffers are too small. */
+static int copy_name(struct wlk__bucket *b, struct qbuf *q, uint32_t ni)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	uint32_t len = n->len;
+	size_t off = q->names_used;
+	int rc;
+
+	if (WLK_WORD_STATE(n->word) != WLK_SLOT_USED ||
+	    len > b->geo.max_name_len)
+		return wlk__corrupt(b);
+	if (q->names_cap - q->names_used < (size_t)len + 1)
+		return -ENOSPC;
+	memcpy(q->names + off, wlk__name_bytes(n), len);
+	q->names[off + len] = '\0';
+	q->names_used += (size_t)len + 1;
+	rc = copy_list(b, q, n->h_head, off, len, true);
+	if (!rc)
+		rc = copy_list(b, q, n->q_head, off, len, false);
+	return rc;
+}
+
+/*
+ * The copy itself, under the mutex. -ENOSPC: the buffers are too small.
+ * It walks the name lists (layout.h, NAME LISTS), not the table: a lock
+ * held through a fast word is on an idle name, and joins the held set (the
+ * name moves to the busy list); then every busy name is copied.
+ */
 static int copy_state(struct wlk__bucket *b, struct qbuf *q)
 {
+	uint32_t ni = b->hdr->idle_head, steps = 0;
+	int rc;
+
 	q->names_used = q->ents_used = q->cids_used = 0;
 	memset(q->cmap, 0xff, b->geo.max_clients * sizeof(*q->cmap));
-	for (uint32_t i = 0; i < b->geo.max_names; i++) {
-		struct wlk_seg_name *n = wlk__name(b, i);
-		uint32_t len = n->len;
-		size_t off = q->names_used;
-		int rc;
+	for (; ni != WLK_NIL; steps++) {
+		struct wlk_seg_name *n = wlk__name_at(b, ni);
+		uint32_t next;
 
-		if (WLK_WORD_STATE(n->word) != WLK_SLOT_USED)
-			continue;
-		/* A lock held through the fast path joins the held set. */
+		if (!n || steps >= b->geo.max_names)
+			return wlk__corrupt(b);
+		next = n->list_next;
 		if (wlk__fast_held(n)) {
-			rc = wlk__name_inflate(b, i);
+			rc = wlk__name_inflate(b, ni);
 			if (rc)
 				return rc;
 		}
-		/* Idle names have nothing to show. */
-		if (wlk__name_idle(n))
-			continue;
-		if (len > b->geo.max_name_len)
+		ni = next;
+	}
+	ni = b->hdr->busy_head;
+	for (steps = 0; ni != WLK_NIL; steps++) {
+		struct wlk_seg_name *n = wlk__name_at(b, ni);
+
+		if (!n || steps >= b->geo.max_names)
 			return wlk__corrupt(b);
-		if (q->names_cap - q->names_used < (size_t)len + 1)
-			return -ENOSPC;
-		memcpy(q->names + off, wlk__name_bytes(n), len);
-		q->names[off + len] = '\0';
-		q->names_used += (size_t)len + 1;
-		rc = copy_list(b, q, n->h_head, off, len, true);
-		if (!rc)
-			rc = copy_list(b, q, n->q_head, off, len, false);
+		rc = copy_name(b, q, ni);
 		if (rc)
 			return rc;
+		ni = n->list_next;
 	}
 	return 0;
 }

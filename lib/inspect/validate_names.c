@@ -141,6 +141,7 @@ static void check_name(struct wlk__vctx *v, uint32_t ni, uint64_t *bytes)
 	struct wlk__bucket *b = v->b;
 	struct wlk_seg_name *n = wlk__name(b, ni);
 	uint32_t ex = 0, sh = 0, qex = 0, qsh = 0, q, i, steps = 0;
+	bool idle;
 
 	if (n->len > b->geo.max_name_len) {
 		wlk__bad(v, "name %u: length %u", ni, n->len);
@@ -164,10 +165,16 @@ static void check_name(struct wlk__vctx *v, uint32_t ni, uint64_t *bytes)
 		wlk__bad(v, "name %u: %u exclusive and %u shared holders", ni,
 			 ex, sh);
 	check_fast(v, ni, !ex && !sh && !q);
-	if ((!ex && !sh && !q) != v->idle_seen[ni])
-		wlk__bad(v, "name %u: %s the idle list", ni,
-			 v->idle_seen[ni] ? "referenced, yet on"
-					  : "idle, not on");
+	idle = !ex && !sh && !q;
+	if (v->idle_seen[ni] != (idle ? WLK_LIST_IDLE : WLK_LIST_BUSY))
+		wlk__bad(v, "name %u: %s, yet on %s", ni,
+			 idle ? "idle" : "referenced",
+			 v->idle_seen[ni] == WLK_LIST_IDLE   ? "the idle list"
+			 : v->idle_seen[ni] == WLK_LIST_BUSY ? "the busy list"
+							     : "neither list");
+	else if (n->list != v->idle_seen[ni])
+		wlk__bad(v, "name %u: on list %u, says %u", ni,
+			 v->idle_seen[ni], n->list);
 	/* Process the lock request queue must have run to completion. */
 	i = uatomic_read(&n->q_head);
 	if (i < b->geo.max_requests) {
@@ -180,31 +187,37 @@ static void check_name(struct wlk__vctx *v, uint32_t ni, uint64_t *bytes)
 	}
 }
 
-/* The idle list: used names, each once, linked both ways. */
-static void check_idle(struct wlk__vctx *v)
+/* A name list (layout.h, NAME LISTS): used names, each on one list once,
+ * linked both ways. */
+static void check_list_of(struct wlk__vctx *v, enum wlk_name_list l)
 {
 	struct wlk__bucket *b = v->b;
-	uint32_t i = b->hdr->idle_head, prev = WLK_NIL, n = 0;
+	const char *what = l == WLK_LIST_IDLE ? "idle" : "busy";
+	uint32_t i = l == WLK_LIST_IDLE ? b->hdr->idle_head : b->hdr->busy_head;
+	uint32_t tail = l == WLK_LIST_IDLE ? b->hdr->idle_tail
+					   : b->hdr->busy_tail;
+	uint32_t prev = WLK_NIL, n = 0;
 
-	for (; i != WLK_NIL; prev = i, i = wlk__name(b, i)->idle_next) {
+	for (; i != WLK_NIL; prev = i, i = wlk__name(b, i)->list_next) {
 		if (i >= b->geo.max_names || n++ >= b->geo.max_names) {
-			wlk__bad(v, "idle list: bad index or cycle at %u", i);
+			wlk__bad(v, "%s list: bad index or cycle at %u", what,
+				 i);
 			return;
 		}
 		if (WLK_WORD_STATE(wlk__name(b, i)->word) != WLK_SLOT_USED)
-			wlk__bad(v, "idle list: name %u is not in use", i);
-		if (wlk__name(b, i)->idle_prev != prev)
-			wlk__bad(v, "idle list: name %u prev %u, want %u", i,
-				 wlk__name(b, i)->idle_prev, prev);
-		if (v->idle_seen[i]++)
-			wlk__bad(v, "idle list: name %u twice", i);
+			wlk__bad(v, "%s list: name %u is not in use", what, i);
+		if (wlk__name(b, i)->list_prev != prev)
+			wlk__bad(v, "%s list: name %u prev %u, want %u", what,
+				 i, wlk__name(b, i)->list_prev, prev);
+		if (v->idle_seen[i])
+			wlk__bad(v, "%s list: name %u seen before", what, i);
+		v->idle_seen[i] = (uint8_t)l;
 	}
-	if (b->hdr->idle_tail != prev)
-		wlk__bad(v, "idle list: tail %u, want %u", b->hdr->idle_tail,
-			 prev);
+	if (tail != prev)
+		wlk__bad(v, "%s list: tail %u, want %u", what, tail, prev);
 }
 
-/* wlk__check_names() - the name table, its idle list and hash chains, and
+/* wlk__check_names() - the name table, its lists and hash chains, and
  * every name in use (check_name()). */
 void wlk__check_names(struct wlk__vctx *v)
 {
@@ -212,7 +225,8 @@ void wlk__check_names(struct wlk__vctx *v)
 	uint32_t used = 0, chained = 0;
 	uint64_t bytes = 0;
 
-	check_idle(v);
+	check_list_of(v, WLK_LIST_IDLE);
+	check_list_of(v, WLK_LIST_BUSY);
 	for (uint32_t i = 0; i < b->geo.max_names; i++) {
 		uint32_t s = WLK_WORD_STATE(wlk__name(b, i)->word);
 

@@ -199,7 +199,8 @@ static void rebuild_requests(struct wlk__bucket *b)
 	}
 }
 
-/* Names nobody refers to are idle, in slot order; all are counted. */
+/* Names nobody refers to are idle, the rest busy, in slot order (NAME
+ * LISTS); all are counted. */
 static void rebuild_name_lists(struct wlk__bucket *b)
 {
 	struct wlk_seg_header *h = b->hdr;
@@ -207,6 +208,7 @@ static void rebuild_name_lists(struct wlk__bucket *b)
 
 	h->free_names = WLK_NIL;
 	h->idle_head = h->idle_tail = WLK_NIL;
+	h->busy_head = h->busy_tail = WLK_NIL;
 	h->n_names = 0;
 	h->name_bytes = 0;
 	for (uint32_t i = 0; i < b->geo.hash_buckets; i++)
@@ -229,11 +231,15 @@ static void rebuild_name_lists(struct wlk__bucket *b)
 	for (uint32_t i = 0; i < b->geo.max_names; i++) {
 		struct wlk_seg_name *n = wlk__name(b, i);
 
-		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED &&
-		    wlk__name_idle(n)) {
-			wlk__idle_append(b, i);
-			wlk__fast_deflate(b, i);
+		n->list = WLK_LIST_NONE;
+		if (WLK_WORD_STATE(n->word) != WLK_SLOT_USED)
+			continue;
+		if (!wlk__name_idle(n)) {
+			wlk__name_list_put(b, i, WLK_LIST_BUSY);
+			continue;
 		}
+		wlk__name_list_put(b, i, WLK_LIST_IDLE);
+		wlk__fast_deflate(b, i);
 	}
 }
 

@@ -62,7 +62,8 @@ int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 void wlk__name_put(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
 void wlk__name_settle(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
 int wlk__name_touch(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
-void wlk__idle_append(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
+void wlk__name_list_put(struct wlk__bucket *b, uint32_t n,
+			enum wlk_name_list l) WLK_INTERNAL;
 void wlk__name_reset(struct wlk_seg_name *n) WLK_INTERNAL;
 void wlk__name_tokens_carry(struct wlk__bucket *b,
 			    const struct wlk_seg_name *n) WLK_INTERNAL;

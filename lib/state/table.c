@@ -62,7 +62,8 @@ void wlk__name_reset(struct wlk_seg_name *n)
 	n->q_head = n->q_tail = WLK_NIL;
 	n->h_head = n->h_tail = WLK_NIL;
 	n->n_excl = n->n_shared = n->n_pending = 0;
-	n->idle_prev = n->idle_next = WLK_NIL;
+	n->list_prev = n->list_next = WLK_NIL;
+	n->list = WLK_LIST_NONE;
 }
 
 /*
@@ -80,51 +81,92 @@ void wlk__name_tokens_carry(struct wlk__bucket *b,
 		b->hdr->next_token = t;
 }
 
-/* Append an unreferenced name to the idle list (most recently used). */
-void wlk__idle_append(struct wlk__bucket *b, uint32_t ni)
+/* A name list's head and tail in the header (layout.h, NAME LISTS). */
+struct name_list {
+	uint32_t *head;
+	uint32_t *tail;
+};
+
+static struct name_list list_of(struct wlk__bucket *b, enum wlk_name_list l)
 {
 	struct wlk_seg_header *h = b->hdr;
+
+	return l == WLK_LIST_IDLE ? (struct name_list){&h->idle_head,
+						      &h->idle_tail}
+				  : (struct name_list){&h->busy_head,
+						      &h->busy_tail};
+}
+
+/* Append name @ni, on no list, to list @l (the idle list's tail is its
+ * most recently used end). */
+static void list_append(struct wlk__bucket *b, uint32_t ni,
+			enum wlk_name_list l)
+{
+	struct name_list nl = list_of(b, l);
 	struct wlk_seg_name *n = wlk__name(b, ni);
-	uint32_t tail = h->idle_tail;
+	uint32_t tail = *nl.tail;
 
 	if (tail != WLK_NIL && !wlk__name_at(b, tail)) {
 		wlk__corrupt(b);
 		return;
 	}
-	n->idle_prev = tail;
-	n->idle_next = WLK_NIL;
+	n->list_prev = tail;
+	n->list_next = WLK_NIL;
+	n->list = l;
 	if (tail == WLK_NIL)
-		h->idle_head = ni;
+		*nl.head = ni;
 	else
-		wlk__name(b, tail)->idle_next = ni;
-	h->idle_tail = ni;
+		wlk__name(b, tail)->list_next = ni;
+	*nl.tail = ni;
 }
 
-static int idle_remove(struct wlk__bucket *b, uint32_t ni)
+/* Take name @ni off the list it is on, if any. */
+static int list_remove(struct wlk__bucket *b, uint32_t ni)
 {
-	struct wlk_seg_header *h = b->hdr;
 	struct wlk_seg_name *n = wlk__name(b, ni);
-	uint32_t prev = n->idle_prev, next = n->idle_next;
+	uint32_t prev = n->list_prev, next = n->list_next;
+	struct name_list nl;
 
-	if ((prev != WLK_NIL && !wlk__name_at(b, prev)) ||
+	if (n->list == WLK_LIST_NONE)
+		return 0;
+	if ((n->list != WLK_LIST_IDLE && n->list != WLK_LIST_BUSY) ||
+	    (prev != WLK_NIL && !wlk__name_at(b, prev)) ||
 	    (next != WLK_NIL && !wlk__name_at(b, next)))
 		return wlk__corrupt(b);
+	nl = list_of(b, n->list);
 	if (prev == WLK_NIL)
-		h->idle_head = next;
+		*nl.head = next;
 	else
-		wlk__name(b, prev)->idle_next = next;
+		wlk__name(b, prev)->list_next = next;
 	if (next == WLK_NIL)
-		h->idle_tail = prev;
+		*nl.tail = prev;
 	else
-		wlk__name(b, next)->idle_prev = prev;
-	n->idle_prev = n->idle_next = WLK_NIL;
+		wlk__name(b, next)->list_prev = prev;
+	n->list_prev = n->list_next = WLK_NIL;
+	n->list = WLK_LIST_NONE;
 	return 0;
 }
 
-/* A request is about to refer to name @ni: it is idle no more. */
+/* wlk__name_list_put() - put name @ni on list @l (recovery rebuilds the
+ * lists with it, the lists emptied first). */
+void wlk__name_list_put(struct wlk__bucket *b, uint32_t ni,
+			enum wlk_name_list l)
+{
+	list_append(b, ni, l);
+}
+
+/* A request is about to refer to name @ni: it is busy, not idle. */
 int wlk__name_touch(struct wlk__bucket *b, uint32_t ni)
 {
-	return wlk__name_idle(wlk__name(b, ni)) ? idle_remove(b, ni) : 0;
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	int rc;
+
+	if (n->list == WLK_LIST_BUSY)
+		return 0;
+	rc = list_remove(b, ni);
+	if (!rc)
+		list_append(b, ni, WLK_LIST_BUSY);
+	return rc;
 }
 
 /*
@@ -144,10 +186,11 @@ void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
 	struct wlk_seg_name *n = wlk__name(b, ni);
 
 	/* Idempotent: a grant through the fast word (queue.c) puts it too. */
-	if (!wlk__name_idle(n) || n->idle_prev != WLK_NIL ||
-	    b->hdr->idle_head == ni)
+	if (!wlk__name_idle(n) || n->list == WLK_LIST_IDLE)
 		return;
-	wlk__idle_append(b, ni);
+	if (list_remove(b, ni))
+		return;
+	list_append(b, ni, WLK_LIST_IDLE);
 	wlk__name_settle(b, ni);
 }
 
@@ -165,9 +208,10 @@ static int name_evict(struct wlk__bucket *b)
 
 	if (ni == WLK_NIL)
 		return WLK_EFULL;
-	if (!wlk__name_at(b, ni) || !wlk__name_idle(wlk__name(b, ni)))
+	if (!wlk__name_at(b, ni) || !wlk__name_idle(wlk__name(b, ni)) ||
+	    wlk__name(b, ni)->list != WLK_LIST_IDLE)
 		return wlk__corrupt(b);
-	rc = idle_remove(b, ni);
+	rc = list_remove(b, ni);
 	if (rc)
 		return rc;
 	n = wlk__name(b, ni);
@@ -227,6 +271,7 @@ int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 	head = chain_head(b, hash);
 	n->chain = *head;
 	*head = i;
+	list_append(b, i, WLK_LIST_BUSY);
 	wlk__count(&h->n_names, 1);
 	wlk__count64(&h->name_bytes, len);
 	*out = i;

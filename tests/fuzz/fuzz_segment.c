@@ -624,7 +624,12 @@ static void write_seeds(const char *dir)
 	n = 0, REC(b, n, R_HEADER, offsetof(struct wlk_seg_header, free_names),
 		   big);
 	REC(b, n, R_HEADER, offsetof(struct wlk_seg_header, idle_head), big);
+	REC(b, n, R_HEADER, offsetof(struct wlk_seg_header, busy_head), big);
 	put_seed(dir, "free-lists", b, n);
+	n = 0, REC(b, n, R_NAMES, offsetof(struct wlk_seg_name, list), odd);
+	REC(b, n, R_NAMES, name + offsetof(struct wlk_seg_name, list_next),
+	    big);
+	put_seed(dir, "name-lists", b, n);
 	n = 0, REC(b, n, R_AGENTS, 0, zero);
 	put_seed(dir, "agent-dead", b, n);
 	n = 0, REC(b, n, R_CLIENTS, offsetof(struct wlk_seg_client, agent),
