@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # run.sh - what `make bench` runs: every benchmark program in turn, then one
-# table (stdout, results.md, results.json) and the scaling plots (*.png).
+# table (stdout, results.md, results.json), a one-line summary of the
+# targets (summary.txt, for the run history of bench-snapshot) and the
+# scaling plots (*.png), all in OUTDIR.
 #
 # usage: run.sh BINDIR SRCDIR OUTDIR
 #   BENCH_QUICK=1   a quick run for development (fewer passes, shorter)
@@ -19,15 +21,17 @@ mkdir -p "$out"
 tsv=$out/results.tsv
 : > "$tsv"
 # Nothing of an earlier run may pass for this one's.
-rm -f "$out"/*.dat "$out/names.png" "$out/queue.png" "$out/agents.png"
+rm -f "$out"/*.dat "$out/names.png" "$out/queue.png" "$out/agents.png" \
+	"$out/results.md" "$out/results.json" "$out/summary.txt"
 
 q=
 case ${BENCH_QUICK:-0} in
 0 | '') ;;
 *) q=-q ;;
 esac
-progs=${BENCH_ONLY:-"uncontended handoff failover throughput scale_names
-	scale_segment scale_queue scale_shared scale_agents"}
+all="uncontended handoff failover throughput scale_names scale_segment
+	scale_queue scale_shared scale_agents"
+progs=${BENCH_ONLY:-$all}
 
 setup() {
 	printf 'setup\t%s\t%s\n' "$1" "$2" >> "$tsv"
@@ -56,6 +60,12 @@ for development, not for quoting"
 else
 	setup mode "full: 3 passes per figure, methods interleaved within \
 each pass"
+fi
+if [ -n "${BENCH_ONLY:-}" ]; then
+	# shellcheck disable=SC2086 # on one line
+	setup programs "only $(echo $progs) (BENCH_ONLY)"
+else
+	setup programs "all"
 fi
 
 # Other work on the machine skews everything: say how busy the CPUs were
@@ -136,7 +146,8 @@ if command -v valgrind > /dev/null 2>&1; then
 fi
 
 awk -f "$srcdir/bench/report.awk" -v md="$out/results.md" \
-	-v json="$out/results.json" -v dir="$out" "$tsv"
+	-v json="$out/results.json" -v summary="$out/summary.txt" \
+	-v dir="$out" "$tsv"
 
 cat >> "$out/results.md" << 'EOF'
 
