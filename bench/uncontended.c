@@ -250,8 +250,9 @@ static void limit(const struct summary *w, const struct summary *mu,
 		   "the library's calls answered by stubs in the benchmark: "
 		   "clock_gettime() stubbed %.0f ns (%.1fx), also "
 		   "pthread_setcancelstate() stubbed %.0f ns (%.1fx). The "
-		   "rest is the library's own work (profile and instruction "
-		   "counts in the notes); for scale, timed alone here, an "
+		   "rest is the library's own work (instructions per pair in "
+		   "the table, profile in the notes); for scale, timed alone "
+		   "here, an "
 		   "atomic add costs %.1f ns and a malloc+free %.0f ns",
 		   w->median, w->median / mu->median, mu->median,
 		   4 * mu->median, 2 * mu->median, vc.median,
@@ -293,15 +294,16 @@ static void seccomp_check(void)
 
 /*
  * For run.sh: -P runs weblocks exclusive pairs for a second (perf record);
- * -I N runs N of them and -J N as many robust mutex pairs (callgrind: the
- * difference of two counts is the instructions of the pairs alone).
+ * -I N runs N of them, -K N as many shared pairs and -J N as many robust
+ * mutex pairs (callgrind: the difference of two counts is the instructions
+ * of the pairs alone).
  */
 static int solo_row = -1;
 static long solo_n;
 
 static void option(int opt, const char *arg)
 {
-	solo_row = opt == 'J' ? 2 : 0;
+	solo_row = opt == 'J' ? 2 : opt == 'K' ? 1 : 0;
 	solo_n = opt == 'P' ? -1 : atol(arg);
 }
 
@@ -327,7 +329,7 @@ int main(int argc, char **argv)
 	int reps;
 	uint64_t rep_ns;
 
-	bench_init_ex(argc, argv, "uncontended", "PI:J:", option);
+	bench_init_ex(argc, argv, "uncontended", "PI:J:K:", option);
 	if (solo_row >= 0)
 		return solo();
 	reps = QN(9, 3);
