@@ -58,10 +58,17 @@ function num(v, unit,    a) {
 	if (a >= 1e4)
 		return sprintf("%.3gk", v / 1e3)
 	if (a >= 100)
-		return sprintf("%.0f", v)
+		return nosign0(sprintf("%.0f", v))
 	if (a >= 10)
 		return sprintf("%.1f", v)
-	return sprintf("%.2f", v)
+	return nosign0(sprintf("%.2f", v))
+}
+
+# A value that rounds to zero prints as zero, never as "-0.00".
+function nosign0(s) {
+	if (s ~ /^-0(\.0*)?$/)
+		return substr(s, 2)
+	return s
 }
 
 function range(lo, hi, unit) {

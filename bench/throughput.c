@@ -74,6 +74,7 @@ struct result {
 	struct fig rate, share;
 	struct samples windows;
 	double sys, vcsw; /* per acquisition, summed over runs */
+	bool sys_uncounted; /* some worker could not count system calls */
 	uint64_t acq;
 };
 
@@ -168,7 +169,10 @@ static double run(enum config c, size_t m, uint64_t dur_ns, double *share)
 				  (double)acq
 			: 100.0;
 	for (int i = 0; i < n; i++) {
-		r->sys += (double)sh->w[i].sys;
+		if (sh->w[i].sys < 0) /* no counter: unknown, not 0 */
+			r->sys_uncounted = true;
+		else
+			r->sys += (double)sh->w[i].sys;
 		r->vcsw += (double)sh->w[i].vcsw;
 	}
 	r->acq += acq;
@@ -199,6 +203,8 @@ static double per_acq(enum config c, size_t m, bool sys)
 {
 	struct result *r = &res[c][m];
 
+	if (sys && r->sys_uncounted)
+		return NAN;
 	return (sys ? r->sys : r->vcsw) / (double)r->acq;
 }
 
@@ -298,12 +304,21 @@ static void report(void)
 
 			if (!r->acq)
 				continue;
-			emit_note("%s, %s: %.2f system calls and %.3f "
-				  "voluntary context switches per acquisition"
-				  " (all workers, all runs)",
-				  config_label[c], methods[m].label,
-				  r->sys / (double)r->acq,
-				  r->vcsw / (double)r->acq);
+			if (r->sys_uncounted)
+				emit_note("%s, %s: %.3f voluntary context "
+					  "switches per acquisition (all "
+					  "workers, all runs); system calls "
+					  "not counted (no raw_syscalls "
+					  "tracepoint)", config_label[c],
+					  methods[m].label,
+					  r->vcsw / (double)r->acq);
+			else
+				emit_note("%s, %s: %.2f system calls and %.3f "
+					  "voluntary context switches per "
+					  "acquisition (all workers, all runs)",
+					  config_label[c], methods[m].label,
+					  r->sys / (double)r->acq,
+					  r->vcsw / (double)r->acq);
 		}
 }
 

@@ -173,8 +173,15 @@ static void syscalls(struct row *r, struct row *figs)
 	long n = r->kind == LK_BROKER ? 200 : 5000;
 	struct summary s = sum_one(sc_per_op(pairs, r, n));
 
-	if (isnan(s.median))
+	if (isnan(s.median)) {
+		if (r->is_fig)
+			emit_note("system calls per %s pair: not counted (no "
+				  "raw_syscalls:sys_enter tracepoint: tracefs "
+				  "not mounted, or perf_event_open refused); "
+				  "the seccomp check below still runs",
+				  r->shared ? "shared" : "exclusive");
 		return;
+	}
 	if (r->is_fig) {
 		char key[32], label[96];
 
