@@ -207,7 +207,8 @@ EOF
 
 # Plots: gnuplot from Debian (apt-get install gnuplot-nox).
 curves="names.weblocks names.robust query.weblocks querycap.weblocks
-	query.proclocks queue.ex queue.sh_all queue.sh_release queue.probe
+	query.proclocks queue.ex queue.sh_all queue.sh_release queue.sh_futex
+	queue.probe
 	agents.pair agents.robust agents.query agents.attach"
 missing=
 for c in $curves; do
