@@ -62,7 +62,7 @@ else
 each pass"
 fi
 if [ -n "${BENCH_ONLY:-}" ]; then
-	# shellcheck disable=SC2086 # on one line
+	# shellcheck disable=SC2086,SC2116 # the names on one line
 	setup programs "only $(echo $progs) (BENCH_ONLY)"
 else
 	setup programs "all"
