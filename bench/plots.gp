@@ -17,9 +17,11 @@ set format x "%.0s%c"
 set style line 1 lc rgb "#1f77b4" lw 2 pt 7 ps 1.1
 set style line 2 lc rgb "#d62728" lw 2 pt 5 ps 1.1
 set style line 3 lc rgb "#2ca02c" lw 2 pt 9 ps 1.2
+set style line 4 lc rgb "#7f7f7f" lw 2 pt 13 ps 1.2
 set style line 11 lc rgb "#1f77b4" lw 1 dt 2
 set style line 12 lc rgb "#d62728" lw 1 dt 2
 set style line 13 lc rgb "#2ca02c" lw 1 dt 2
+set style line 14 lc rgb "#7f7f7f" lw 1 dt 2
 
 # --- names held -------------------------------------------------------
 set output dir . "/names.png"
@@ -66,7 +68,10 @@ plot f("queue.ex") u 1:2:4:5 w yerrorlines ls 1 \
      "" u 1:3 w l ls 12 t "  p99", \
      f("queue.sh_release") u 1:2:4:5 w yerrorlines ls 3 \
 	t "the release call granting N shared waiters", \
-     "" u 1:3 w l ls 13 t "  p99"
+     "" u 1:3 w l ls 13 t "  p99", \
+     f("queue.sh_futex") u 1:2:4:5 w yerrorlines ls 4 \
+	t "anchor: one FUTEX\\_WAKE of N threads of another process", \
+     "" u 1:3 w l ls 14 t "  p99"
 set title "one more request joining the queue"
 set ylabel "ns per enqueue + timeout-abort"
 set yrange [1:*]

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
 # report.awk - turn the result records of the bench programs (bench.h) into
 # the one table: results.md (and the same table on stdout), results.json,
-# and one .dat file per plotted curve.
+# one .dat file per plotted curve, and one line (summary) saying which
+# targets the run met, for the run history of bench/results.md.
 #
-# usage: awk -f report.awk -v md=FILE -v json=FILE -v dir=DIR results.tsv
+# usage: awk -f report.awk -v md=FILE -v json=FILE -v summary=FILE -v dir=DIR
+#	results.tsv
 BEGIN {
 	FS = "\t"
 	nfig = 0; nnote = 0; nlim = 0; nsetup = 0; ncurve = 0
@@ -56,10 +58,17 @@ function num(v, unit,    a) {
 	if (a >= 1e4)
 		return sprintf("%.3gk", v / 1e3)
 	if (a >= 100)
-		return sprintf("%.0f", v)
+		return nosign0(sprintf("%.0f", v))
 	if (a >= 10)
 		return sprintf("%.1f", v)
-	return sprintf("%.2f", v)
+	return nosign0(sprintf("%.2f", v))
+}
+
+# A value that rounds to zero prints as zero, never as "-0.00".
+function nosign0(s) {
+	if (s ~ /^-0(\.0*)?$/)
+		return substr(s, 2)
+	return s
 }
 
 function range(lo, hi, unit) {
@@ -92,6 +101,51 @@ function row(s) {
 	print s
 }
 
+function setup_of(key,    i) {
+	for (i = 1; i <= nsetup; i++)
+		if (setup_key[i] == key)
+			return setup_val[i]
+	return ""
+}
+
+# Every target of the run in one short table (stdout and results.md), and
+# the one-line summary.
+function targets(    f, k, i, n, met, missed, line) {
+	n = 0; met = 0; missed = ""
+	print "## Targets (status as measured in this run)" > md
+	print "" > md
+	row("| part | figure | target | status |")
+	row("|:--|:--|:--|:--|")
+	for (f = 1; f <= nfig; f++) {
+		k = fkey[f]
+		for (i = 1; i <= ntgt[k]; i++) {
+			n++
+			if (tstat[k, i] == "met")
+				met++
+			else
+				missed = missed (missed == "" ? "" : "; ") \
+					 flabel[k] ": " tdet[k, i] " (" \
+					 ttext[k, i] ")"
+			row("| " fpart[k] " | " flabel[k] " | " ttext[k, i] \
+			    " | " (tstat[k, i] == "met" ? "met" : \
+				   "**MISSED**") " (" tdet[k, i] ") |")
+		}
+	}
+	if (!n)
+		row("|  | (no target among the programs run) |  |  |")
+	print "" > md
+	print "## Every figure beside its anchors" > md
+	print "" > md
+	print ""
+	line = setup_of("date") ", weblocks " \
+	       substr(setup_of("library"), length("weblocks ") + 1) ": " \
+	       met " of " n " targets met"
+	if (missed != "")
+		line = line "; missed: " missed
+	if (summary != "")
+		print line > summary
+}
+
 END {
 	print "# weblocks benchmarks" > md
 	print "" > md
@@ -105,6 +159,7 @@ END {
 	      "per-pass p99 (for rates: the rate 99% of 10 ms windows " \
 	      "beat); range = min-max of the per-pass medians." > md
 	print "" > md
+	targets()
 	row("| part | figure | median | p99 | range | unit | ratio | " \
 	    "target | status |")
 	row("|:--|:--|--:|--:|--:|:--|--:|:--|:--|")

@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # run.sh - what `make bench` runs: every benchmark program in turn, then one
-# table (stdout, results.md, results.json) and the scaling plots (*.png).
+# table (stdout, results.md, results.json), a one-line summary of the
+# targets (summary.txt, for the run history of bench-snapshot) and the
+# scaling plots (*.png), all in OUTDIR.
 #
 # usage: run.sh BINDIR SRCDIR OUTDIR
 #   BENCH_QUICK=1   a quick run for development (fewer passes, shorter)
@@ -19,15 +21,17 @@ mkdir -p "$out"
 tsv=$out/results.tsv
 : > "$tsv"
 # Nothing of an earlier run may pass for this one's.
-rm -f "$out"/*.dat "$out/names.png" "$out/queue.png" "$out/agents.png"
+rm -f "$out"/*.dat "$out/names.png" "$out/queue.png" "$out/agents.png" \
+	"$out/results.md" "$out/results.json" "$out/summary.txt"
 
 q=
 case ${BENCH_QUICK:-0} in
 0 | '') ;;
 *) q=-q ;;
 esac
-progs=${BENCH_ONLY:-"uncontended handoff failover throughput scale_names
-	scale_segment scale_queue scale_shared scale_agents"}
+all="uncontended handoff failover throughput scale_names scale_segment
+	scale_queue scale_shared scale_agents"
+progs=${BENCH_ONLY:-$all}
 
 setup() {
 	printf 'setup\t%s\t%s\n' "$1" "$2" >> "$tsv"
@@ -57,6 +61,12 @@ else
 	setup mode "full: 3 passes per figure, methods interleaved within \
 each pass"
 fi
+if [ -n "${BENCH_ONLY:-}" ]; then
+	# shellcheck disable=SC2086,SC2116 # the names on one line
+	setup programs "only $(echo $progs) (BENCH_ONLY)"
+else
+	setup programs "all"
+fi
 
 # Other work on the machine skews everything: say how busy the CPUs were
 # in the second before the run (the load average would still remember an
@@ -72,6 +82,58 @@ sleep 1
 set -- "$@" $(cpu_ticks)
 busy=$(awk -v t0="$1" -v i0="$2" -v t1="$3" -v i1="$4" 'BEGIN {
 	printf "%.0f", (t1 > t0 ? 100 * (1 - (i1 - i0) / (t1 - t0)) : 0) }')
+# Instructions per pair, beside the time of part 1: callgrind counts them,
+# so they do not drift. The difference of two runs (11000 and 1000 pairs)
+# leaves out the set-up. (perf stat -e instructions needs hardware
+# counters, which a VM often lacks; callgrind works everywhere.) In a
+# build tree the programs are libtool wrapper scripts.
+instr() {
+	# shellcheck disable=SC2086 # BENCH_LIBTOOL is a command line
+	${BENCH_LIBTOOL:+$BENCH_LIBTOOL --mode=execute} \
+		valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+		"$bindir/uncontended" "$1" "$2" 2>&1 |
+		sed -n 's/.*Collected : //p'
+}
+# $1 key, $2 exclusive/shared, $3 the option that runs weblocks pairs
+# of that mode, $4 the robust mutex pair's count (anchor)
+instr_figure() {
+	w1=$(instr "$3" 1000)
+	w2=$(instr "$3" 11000)
+	if [ -z "$w1" ] || [ -z "$w2" ]; then
+		printf 'note\tcallgrind\tinstructions per %s pair: %s\n' \
+			"$2" "callgrind gave no count, not measured" >> "$tsv"
+		return
+	fi
+	awk -v k="$1" -v m="$2" -v w1="$w1" -v w2="$w2" -v r="$4" 'BEGIN {
+		w = (w2 - w1) / 10000
+		if (w < 0) w = 0 # a count cannot be negative
+		printf "fig\t%s\t1\tinstructions per %s pair " \
+		       "(callgrind, 11000 minus 1000 pairs)\tinstr/pair" \
+		       "\t%.1f\tnan\t%.1f\t%.1f\t1\n", k, m, w, w, w
+		if (r != "")
+			printf "anc\t%s\trobust pshared pthread mutex " \
+			       "pair in shm\tinstr/pair\t%.1f\tnan\t%.1f" \
+			       "\t%.1f\t1\n", k, r, r, r
+	}' >> "$tsv"
+}
+instructions() {
+	if ! command -v valgrind > /dev/null 2>&1; then
+		printf 'note\tcallgrind\tinstructions per pair: %s\n' \
+			"not measured (valgrind not found; apt-get install \
+valgrind)" >> "$tsv"
+		return
+	fi
+	r1=$(instr -J 1000)
+	r2=$(instr -J 11000)
+	r=
+	if [ -n "$r1" ] && [ -n "$r2" ]; then
+		r=$(awk -v a="$r1" -v b="$r2" 'BEGIN {
+			r = (b - a) / 10000; printf "%.1f", r < 0 ? 0 : r }')
+	fi
+	instr_figure p1.ex.instr exclusive -I "$r"
+	instr_figure p1.sh.instr shared -K "$r"
+}
+
 start_all=$(date +%s)
 for p in $progs; do
 	start=$(date +%s)
@@ -84,6 +146,10 @@ for p in $progs; do
 		echo " FAILED (see $out/$p.log)" >&2
 		tail -n 5 "$out/$p.log" >&2
 		exit 1
+	fi
+	# Its instruction counts come right after its figures.
+	if [ "$p" = uncontended ]; then
+		instructions
 	fi
 	echo " $(($(date +%s) - start)) s" >&2
 done
@@ -109,34 +175,9 @@ if command -v perf > /dev/null 2>&1 &&
 	rm -f "$out/perf.data" "$out/perf.data.old"
 fi
 
-# Instructions per pair: callgrind counts them, so they do not drift. The
-# difference of two runs leaves out the set-up.
-# In a build tree the programs are libtool wrapper scripts.
-instr() {
-	# shellcheck disable=SC2086 # BENCH_LIBTOOL is a command line
-	${BENCH_LIBTOOL:+$BENCH_LIBTOOL --mode=execute} \
-		valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-		"$bindir/uncontended" "$1" "$2" 2>&1 |
-		sed -n 's/.*Collected : //p'
-}
-if command -v valgrind > /dev/null 2>&1; then
-	w1=$(instr -I 1000)
-	w2=$(instr -I 11000)
-	r1=$(instr -J 1000)
-	r2=$(instr -J 11000)
-	if [ -n "$w1" ] && [ -n "$w2" ] && [ -n "$r1" ] && [ -n "$r2" ]; then
-		awk -v w1="$w1" -v w2="$w2" -v r1="$r1" -v r2="$r2" 'BEGIN {
-			w = (w2 - w1) / 10000; r = (r2 - r1) / 10000
-			printf "note\tcallgrind\tinstructions per " \
-			       "exclusive pair (callgrind, 11000 minus 1000 " \
-			       "pairs): weblocks %.0f, robust mutex pair " \
-			       "%.0f (%.1fx)\n", w, r, w / r
-		}' >> "$tsv"
-	fi
-fi
-
 awk -f "$srcdir/bench/report.awk" -v md="$out/results.md" \
-	-v json="$out/results.json" -v dir="$out" "$tsv"
+	-v json="$out/results.json" -v summary="$out/summary.txt" \
+	-v dir="$out" "$tsv"
 
 cat >> "$out/results.md" << 'EOF'
 
@@ -166,7 +207,8 @@ EOF
 
 # Plots: gnuplot from Debian (apt-get install gnuplot-nox).
 curves="names.weblocks names.robust query.weblocks querycap.weblocks
-	query.proclocks queue.ex queue.sh_all queue.sh_release queue.probe
+	query.proclocks queue.ex queue.sh_all queue.sh_release queue.sh_futex
+	queue.probe
 	agents.pair agents.robust agents.query agents.attach"
 missing=
 for c in $curves; do

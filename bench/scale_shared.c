@@ -16,6 +16,17 @@
  * runs the probes, lets 100 us pass so the waiters are asleep, releases,
  * and requests exclusively again; it is granted once all N have been
  * granted and released, and then lets the threads queue again.
+ *
+ * The anchor of "release -> all N granted", measured the same way in the
+ * same passes (interleaved): N threads of the same kind of process, on
+ * CPU 1, sleep in FUTEX_WAIT on one shared word; the parent waits until
+ * all N are about to sleep, lets 100 us pass, reads the clock and makes
+ * one FUTEX_WAKE(INT_MAX) on the word; each thread reads the clock when
+ * its wait returns. The floor of waking N threads of another process.
+ *
+ * Targets: release -> all 1000 granted at most 1.5x that anchor; the
+ * release call that grants 1000 at most 20x the one that grants 1 (a
+ * batch grant wakes in O(1) system calls).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -43,16 +54,24 @@ static const int points[] = {1, 10, 100, 1000};
 
 struct burst {
 	uint32_t cycle; /* threads queue once per cycle; CYCLE_QUIT */
+	uint32_t gate;	  /* the anchor's threads sleep on it */
+	uint32_t arrived; /* the anchor's threads about to sleep */
+	uint32_t done;	  /* the anchor's threads woken */
 	uint64_t granted_ns[MAX_WAITERS];
 };
 
+/* What is measured at each point: the three figures, and the anchor. */
+enum { ALL, REL, PROBE, FUTEX, NWHAT };
+
 struct point {
-	struct fig all, rel, probe;
+	struct fig f[NWHAT];
 	long sys, releases; /* system calls of the release calls */
 };
 
 static struct burst *bu;
 static struct wlk_manager *tm; /* the threads' manager */
+static bool futex_mode;	       /* the child runs the anchor's threads */
+static int nthreads;	       /* in the child */
 static struct point pt[NPOINTS];
 static struct sc rel_sc;
 
@@ -78,6 +97,33 @@ static void *shared_thread(void *arg)
 	}
 }
 
+/* The anchor's thread: as shared_thread, a futex wait for the lock. */
+static void *futex_thread(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	uint32_t seen = 0;
+
+	for (;;) {
+		uint32_t c, g;
+
+		while ((c = __atomic_load_n(&bu->cycle, __ATOMIC_ACQUIRE)) ==
+		       seen)
+			fwait(&bu->cycle, seen);
+		if (c == CYCLE_QUIT)
+			return NULL;
+		seen = c;
+		/* The parent opens the gate only after all have arrived. */
+		g = __atomic_load_n(&bu->gate, __ATOMIC_ACQUIRE);
+		__atomic_add_fetch(&bu->arrived, 1, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&bu->gate, __ATOMIC_ACQUIRE) == g)
+			fwait(&bu->gate, g);
+		bu->granted_ns[me] = now_ns();
+		if (__atomic_add_fetch(&bu->done, 1, __ATOMIC_ACQ_REL) ==
+		    (uint32_t)nthreads)
+			fwake(&bu->done);
+	}
+}
+
 static int shared_proc(void *arg)
 {
 	int n = (int)(intptr_t)arg;
@@ -85,16 +131,20 @@ static int shared_proc(void *arg)
 	pthread_attr_t a;
 
 	pin_cpu(1);
-	check(wlk_manager_open(lkw.origin, NULL, &tm), "open");
+	nthreads = n;
+	if (!futex_mode)
+		check(wlk_manager_open(lkw.origin, NULL, &tm), "open");
 	pthread_attr_init(&a);
 	pthread_attr_setstacksize(&a, 64 * 1024);
 	for (int i = 0; i < n; i++)
-		if (pthread_create(&t[i], &a, shared_thread,
+		if (pthread_create(&t[i], &a,
+				   futex_mode ? futex_thread : shared_thread,
 				   (void *)(intptr_t)i))
 			die("pthread_create");
 	for (int i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
-	wlk_manager_close(tm);
+	if (!futex_mode)
+		wlk_manager_close(tm);
 	return 0;
 }
 
@@ -128,9 +178,22 @@ static void probes(struct wlk_manager *pm, struct samples *out)
 	samples_add(out, (double)(now_ns() - t0) / PROBES);
 }
 
+static uint64_t latest_grant(int n)
+{
+	uint64_t last = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!bu->granted_ns[i])
+			die("waiter %d not granted", i);
+		if (bu->granted_ns[i] > last)
+			last = bu->granted_ns[i];
+	}
+	return last;
+}
+
 /* Runs of one point; appends to the pass samples, returns rep medians. */
 static void run(struct wlk_manager *hm, struct wlk_manager *pm, int n,
-		int cycles, struct samples pass[3], double med[3],
+		int cycles, struct samples pass[NWHAT], double med[NWHAT],
 		struct point *p)
 {
 	struct samples rep[3] = {{0}};
@@ -140,9 +203,10 @@ static void run(struct wlk_manager *hm, struct wlk_manager *pm, int n,
 
 	memset(bu, 0, sizeof(*bu));
 	check(wlk_acquire(hm, "q", 1, NULL, &h), "acquire");
+	futex_mode = false;
 	pid = spawn(shared_proc, (void *)(intptr_t)n);
 	for (int c = 0; c <= cycles; c++) {
-		uint64_t t0, t1, last = 0;
+		uint64_t t0, t1, last;
 
 		for (int i = 0; i < n; i++)
 			bu->granted_ns[i] = 0;
@@ -158,12 +222,7 @@ static void run(struct wlk_manager *hm, struct wlk_manager *pm, int n,
 		sc_off(&rel_sc);
 		/* Granted once all N were granted and released. */
 		check(wlk_acquire(hm, "q", 1, NULL, &h), "acquire");
-		for (int i = 0; i < n; i++) {
-			if (!bu->granted_ns[i])
-				die("waiter %d not granted", i);
-			if (bu->granted_ns[i] > last)
-				last = bu->granted_ns[i];
-		}
+		last = latest_grant(n);
 		if (c == 0) { /* warm-up */
 			samples_reset(&rep[2]);
 			continue;
@@ -185,11 +244,54 @@ static void run(struct wlk_manager *hm, struct wlk_manager *pm, int n,
 	}
 }
 
+/* The anchor at one point: as run(), a futex word instead of the lock. */
+static void run_futex(int n, int cycles, struct samples pass[NWHAT],
+		      double med[NWHAT])
+{
+	struct samples rep = {0};
+	pid_t pid;
+
+	memset(bu, 0, sizeof(*bu));
+	futex_mode = true;
+	pid = spawn(shared_proc, (void *)(intptr_t)n);
+	for (int c = 0; c <= cycles; c++) {
+		uint32_t d;
+		uint64_t t0;
+
+		for (int i = 0; i < n; i++)
+			bu->granted_ns[i] = 0;
+		bu->arrived = 0;
+		bu->done = 0;
+		__atomic_store_n(&bu->cycle, bu->cycle + 1, __ATOMIC_RELEASE);
+		fwake(&bu->cycle);
+		while (__atomic_load_n(&bu->arrived, __ATOMIC_ACQUIRE) <
+		       (uint32_t)n)
+			usleep(20);
+		spin_until(now_ns() + SETTLE_NS);
+		t0 = now_ns();
+		__atomic_store_n(&bu->gate, bu->gate + 1, __ATOMIC_RELEASE);
+		fwake(&bu->gate); /* FUTEX_WAKE, INT_MAX, shared */
+		while ((d = __atomic_load_n(&bu->done, __ATOMIC_ACQUIRE)) <
+		       (uint32_t)n)
+			fwait(&bu->done, d);
+		if (c > 0) /* the first cycle warms up */
+			samples_add(&rep, (double)(latest_grant(n) - t0) / 1e3);
+	}
+	__atomic_store_n(&bu->cycle, CYCLE_QUIT, __ATOMIC_RELEASE);
+	fwake(&bu->cycle);
+	reap(pid, "futex waiters");
+	futex_mode = false;
+	for (size_t i = 0; i < rep.n; i++)
+		samples_add(&pass[FUTEX], rep.v[i]);
+	med[FUTEX] = median(rep.v, rep.n);
+	samples_free(&rep);
+}
+
 static void report(size_t npoints)
 {
 	static const struct {
 		const char *key, *curve, *pre, *post, *unit;
-	} what[3] = {
+	} what[NWHAT] = {
 		{"p5.queue.sh", "queue.sh_all", "release -> all ",
 		 " queued shared waiters (threads of another process) "
 		 "granted", "us"},
@@ -199,29 +301,43 @@ static void report(size_t npoints)
 		{"p5.queue.probe", "queue.probe",
 		 "enqueue + timeout-abort behind ", " pending requests",
 		 "ns/op"},
+		{"", "queue.sh_futex", "", "", "us"},
 	};
+	const struct point *last = &pt[npoints - 1];
+	int n = points[npoints - 1];
+	struct summary s, a;
+	char label[160];
+	double x;
 
-	for (int w = 0; w < 3; w++) {
-		struct summary s;
-		char label[160];
-
+	for (int w = 0; w < NWHAT; w++)
 		for (size_t i = 0; i < npoints; i++) {
-			struct fig *f = w == 0 ? &pt[i].all
-				       : w == 1 ? &pt[i].rel : &pt[i].probe;
-
-			s = fig_sum(f);
+			s = fig_sum(&pt[i].f[w]);
 			emit_point(what[w].curve, points[i], &s);
 		}
-		snprintf(label, sizeof(label), "%s%d%s", what[w].pre,
-			 points[npoints - 1], what[w].post);
-		s = fig_sum(w == 0 ? &pt[npoints - 1].all
-			    : w == 1 ? &pt[npoints - 1].rel
-				     : &pt[npoints - 1].probe);
+	for (int w = ALL; w <= PROBE; w++) {
+		snprintf(label, sizeof(label), "%s%d%s", what[w].pre, n,
+			 what[w].post);
+		s = fig_sum(&last->f[w]);
 		emit_fig(what[w].key, "5", label, what[w].unit, &s);
-		s = fig_sum(w == 0 ? &pt[0].all
-			    : w == 1 ? &pt[0].rel : &pt[0].probe);
+		if (w == ALL) {
+			a = fig_sum(&last->f[FUTEX]);
+			snprintf(label, sizeof(label),
+				 "%d threads of another process woken by one "
+				 "FUTEX_WAKE(INT_MAX) on a shared word (same "
+				 "run)", n);
+			emit_anchor(what[w].key, label, "us", &a);
+			x = s.median / a.median;
+			emit_target(what[w].key, "<= 1.5x one FUTEX_WAKE of "
+				    "as many threads", x <= 1.5, "%.2fx", x);
+		}
+		a = fig_sum(&pt[0].f[w]);
 		emit_anchor(what[w].key, "the same with 1 waiter (same run)",
-			    what[w].unit, &s);
+			    what[w].unit, &a);
+		if (w == REL) {
+			x = s.median / a.median;
+			emit_target(what[w].key, "<= 20x the 1-waiter release",
+				    x <= 20.0, "%.2fx", x);
+		}
 	}
 }
 
@@ -242,25 +358,23 @@ int main(int argc, char **argv)
 	check(wlk_manager_open(lkw.origin, NULL, &hm), "open");
 	check(wlk_manager_open(lkw.origin, NULL, &pm), "open");
 	for (int p = 0; p < bopt.passes; p++) {
-		struct samples pass[NPOINTS][3] = {{{0}}};
-		struct samples meds[NPOINTS][3] = {{{0}}};
+		struct samples pass[NPOINTS][NWHAT] = {{{0}}};
+		struct samples meds[NPOINTS][NWHAT] = {{{0}}};
 
 		for (int k = 0; k < reps; k++)
 			for (size_t i = 0; i < npoints; i++) {
-				double m[3];
+				double m[NWHAT];
 
 				run(hm, pm, points[i], cycles, pass[i], m,
 				    &pt[i]);
-				for (int w = 0; w < 3; w++)
+				run_futex(points[i], cycles, pass[i], m);
+				for (int w = 0; w < NWHAT; w++)
 					samples_add(&meds[i][w], m[w]);
 			}
 		for (size_t i = 0; i < npoints; i++) {
-			struct fig *f[3] = {&pt[i].all, &pt[i].rel,
-					    &pt[i].probe};
-
-			for (int w = 0; w < 3; w++) {
-				fig_add(f[w], median(meds[i][w].v,
-						     meds[i][w].n),
+			for (int w = 0; w < NWHAT; w++) {
+				fig_add(&pt[i].f[w],
+					median(meds[i][w].v, meds[i][w].n),
 					quantile(pass[i][w].v, pass[i][w].n,
 						 0.99));
 				samples_free(&pass[i][w]);

@@ -125,7 +125,8 @@ long sc_count(struct sc *c)
 
 	if (c->fd < 0 || read(c->fd, &v, sizeof(v)) != sizeof(v))
 		return -1;
-	return (long)v - c->windows;
+	/* A count is never negative, even if a disable went uncounted. */
+	return (long)v > c->windows ? (long)v - c->windows : 0;
 }
 
 void sc_close(struct sc *c)
@@ -151,7 +152,8 @@ double sc_per_op(sc_body fn, void *arg, long n)
 	close(fd);
 	if (base < 0 || total < 0)
 		return NAN;
-	return (double)(total - base) / (double)n;
+	/* The empty run's count is subtracted; a count is never negative. */
+	return total > base ? (double)(total - base) / (double)n : 0.0;
 }
 
 /* Allow write(2) and exit_group(2) on x86_64; kill on anything else. */
