@@ -139,16 +139,16 @@ enum wlk_slot_state {
  * its name's grants word at once (futex_waitv), having read the grants
  * word before its last look at its own. Whoever grants requests of one
  * name to two or more sleeping waiters at once changes their words, then
- * bumps the name's grants word and wakes WLK_BROADCAST_FANOUT of its
- * sleepers; every waiter that wakes to a changed grants word wakes as
- * many again, so a grant of N costs the granter one system call and
- * spreads the N wake-ups over the woken. Each looks at its own word;
- * those not granted sleep again. Should every waiter woken in one round
- * die before passing it on, the rest see their grants at their next
- * recheck (WLK_SAFETY_RECHECK_NS). One grant wakes its waiter on its own
- * word. On a kernel without futex_waitv a waiter sleeps on its own word
- * only, in slices of WLK_FALLBACK_SLICE_NS, which bound how late it sees
- * a broadcast grant.
+ * bumps the name's grants word and wakes WLK_BROADCAST_FIRST of its
+ * sleepers; every waiter that wakes to a changed grants word while others
+ * still sleep on it (@sleepers) wakes WLK_BROADCAST_FANOUT more. A grant
+ * of N costs the granter one system call, and the N wake-ups spread over
+ * the woken. Each looks at its own word; those not granted sleep again.
+ * Should every waiter woken in one round die before passing it on, the
+ * rest see their grants at their next recheck (WLK_SAFETY_RECHECK_NS).
+ * One grant wakes its waiter on its own word. On a kernel without
+ * futex_waitv a waiter sleeps on its own word only, in slices of
+ * WLK_FALLBACK_SLICE_NS, which bound how late it sees a broadcast grant.
  *
  * QUERY. A query (inspect/query.c) copies the whole bucket under the mutex, and
  * the fast path does not take it; for the copy to be one instant's state
@@ -409,7 +409,11 @@ struct wlk_seg_name {
 			     * granted: its blocked waiters sleep on it too
 			     * (GRANT BROADCAST) */
 	uint32_t list;      /* [D] enum wlk_name_list: which one it is on */
-	uint32_t pad2[3];
+	uint32_t sleepers;  /* [A] its waiters asleep on grants: a woken one
+			     * passes a broadcast on only while some are
+			     * (a count a killed sleeper leaves high: then
+			     * every woken one passes it on) */
+	uint32_t pad2[2];
 	uint64_t seq;       /* [M] request order: last one used */
 	/* followed by max_name_len bytes, padded to name_stride */
 };

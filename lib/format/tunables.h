@@ -77,10 +77,12 @@
 /* Sleeping waiters of one name, granted together, that are woken by one
  * broadcast on the name's grants word instead of one wake each. */
 #define WLK_BROADCAST_MIN 2
-/* Waiters a broadcast wakes, and each waiter it woke wakes in turn: the
- * wake-ups spread over the woken instead of all falling on the granter,
- * whose release call then costs a few wake-ups, not one per waiter. */
+/* Sleepers a broadcast wakes (the granter's one system call, whose cost
+ * grows with them: WLK_BROADCAST_FIRST), and then each waiter it woke
+ * while others still sleep (WLK_BROADCAST_FANOUT): the wake-ups spread
+ * over the woken instead of all falling on the granter. */
 #define WLK_BROADCAST_FANOUT 32
+#define WLK_BROADCAST_FIRST 32
 /* Dead agents reaped per critical section (their lifelines are unlocked
  * after it); wlk__reap_all() says when more are left for another pass. */
 #define WLK_REAP_BATCH 32

@@ -244,7 +244,7 @@ static void broadcast(struct wlk__bucket *b, uint32_t ni)
 	if (!n)
 		return;
 	uatomic_inc(&n->grants);
-	wlk__futex_wake(&n->grants, WLK_BROADCAST_FANOUT);
+	wlk__futex_wake(&n->grants, WLK_BROADCAST_FIRST);
 }
 
 /*

@@ -91,6 +91,40 @@ static int wait_words(struct wlk__shm_manager *m, uint32_t *word, uint32_t w,
 	return 0;
 }
 
+/* sleep_on()'s "did not sleep": outside the errno space it also returns. */
+#define WORD_MOVED 1
+
+/*
+ * Sleep on the words @v (@n of them; v[1] is the name's grants word if
+ * @nm) until @until. The waiter marks itself sleeping, and counts itself
+ * among the name's sleepers, then looks at its word once more: the
+ * granter changes the word, then reads the mark (mutex.c). Woken by a
+ * broadcast while others still sleep, it passes it on (layout.h, GRANT
+ * BROADCAST). Return: as wlk__futex_wait(), or WORD_MOVED: the word
+ * changed before it slept.
+ */
+static int sleep_on(struct wlk_seg_request *r, uint32_t w,
+		    struct wlk_seg_name *nm, struct wlk__waitv *v,
+		    unsigned int n, uint64_t until)
+{
+	int rc = WORD_MOVED;
+
+	uatomic_set(&r->sleeping, 1);
+	if (nm)
+		uatomic_inc(&nm->sleepers);
+	cmm_smp_mb();
+	if (wlk__word_load(&r->word) == w)
+		rc = wlk__futex_wait(v, n, until);
+	uatomic_set(&r->sleeping, 0);
+	if (!nm)
+		return rc;
+	uatomic_dec(&nm->sleepers);
+	if (uatomic_read(&nm->grants) != v[1].val &&
+	    uatomic_read(&nm->sleepers))
+		wlk__futex_wake(&nm->grants, WLK_BROADCAST_FANOUT);
+	return rc;
+}
+
 /* A blocker's lifeline changed: it died or let go. The kernel woke one
  * watcher; pass it on at once, and look again. */
 static void lifelines_pass_on(struct wlk__watch *watch)
@@ -150,21 +184,9 @@ int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 						 : WLK_RECHECK_NS);
 		if (!until || recheck < until)
 			until = recheck;
-		/* Mark ourselves sleeping, then look once more: the granter
-		 * changes the word, then reads the mark (mutex.c). */
-		uatomic_set(&r->sleeping, 1);
-		cmm_smp_mb();
-		if (wlk__word_load(word) != w) {
-			uatomic_set(&r->sleeping, 0);
+		rc = sleep_on(r, w, nm, v, n, until);
+		if (rc == WORD_MOVED)
 			continue;
-		}
-		rc = wlk__futex_wait(v, n, until);
-		uatomic_set(&r->sleeping, 0);
-		/* Woken by a broadcast (or it came as we slept): pass it on
-		 * to the next sleepers of the name (layout.h, GRANT
-		 * BROADCAST). */
-		if (grants && uatomic_read(grants) != v[1].val)
-			wlk__futex_wake(grants, WLK_BROADCAST_FANOUT);
 		if (rc == -ETIMEDOUT && until != deadline)
 			watch->stale = true;
 		lifelines_pass_on(watch);
