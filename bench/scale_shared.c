@@ -75,26 +75,31 @@ static int nthreads;	       /* in the child */
 static struct point pt[NPOINTS];
 static struct sc rel_sc;
 
+/* Wait for the parent's next cycle (past *@seen); false: quit. */
+static bool next_cycle(uint32_t *seen)
+{
+	uint32_t c;
+
+	while ((c = __atomic_load_n(&bu->cycle, __ATOMIC_ACQUIRE)) == *seen)
+		fwait(&bu->cycle, *seen);
+	*seen = c;
+	return c != CYCLE_QUIT;
+}
+
 static void *shared_thread(void *arg)
 {
 	static const struct wlk_options sh = {.mode = WLK_SHARED};
 	int me = (int)(intptr_t)arg;
 	uint32_t seen = 0;
 
-	for (;;) {
+	while (next_cycle(&seen)) {
 		struct wlk_lock *l;
-		uint32_t c;
 
-		while ((c = __atomic_load_n(&bu->cycle, __ATOMIC_ACQUIRE)) ==
-		       seen)
-			fwait(&bu->cycle, seen);
-		if (c == CYCLE_QUIT)
-			return NULL;
-		seen = c;
 		check(wlk_acquire(tm, "q", 1, &sh, &l), "acquire");
 		bu->granted_ns[me] = now_ns();
 		check(wlk_release(l), "release");
 	}
+	return NULL;
 }
 
 /* The anchor's thread: as shared_thread, a futex wait for the lock. */
@@ -103,15 +108,9 @@ static void *futex_thread(void *arg)
 	int me = (int)(intptr_t)arg;
 	uint32_t seen = 0;
 
-	for (;;) {
-		uint32_t c, g;
+	while (next_cycle(&seen)) {
+		uint32_t g;
 
-		while ((c = __atomic_load_n(&bu->cycle, __ATOMIC_ACQUIRE)) ==
-		       seen)
-			fwait(&bu->cycle, seen);
-		if (c == CYCLE_QUIT)
-			return NULL;
-		seen = c;
 		/* The parent opens the gate only after all have arrived. */
 		g = __atomic_load_n(&bu->gate, __ATOMIC_ACQUIRE);
 		__atomic_add_fetch(&bu->arrived, 1, __ATOMIC_RELEASE);
@@ -122,6 +121,7 @@ static void *futex_thread(void *arg)
 		    (uint32_t)nthreads)
 			fwake(&bu->done);
 	}
+	return NULL;
 }
 
 static int shared_proc(void *arg)
