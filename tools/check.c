@@ -242,6 +242,37 @@ static int repair(const char *label, const struct wlk_inspect_snapshot *b)
 	return status;
 }
 
+/*
+ * Deadlocks in @in: a cycle seen on every look (an unlocked copy may catch
+ * a grant halfway; a deadlock stays), printed from the last. Return: the
+ * exit status, EXIT_DEADLOCK if there is one.
+ */
+static int check_deadlocks(struct wlk_inspect *in, bool locked,
+			   const char *label)
+{
+	struct timespec gap = {0, LOOK_GAP_NS};
+	struct wlk_inspect_snapshot *s = NULL;
+	long n = 0;
+
+	for (int i = 1; i <= LOOKS; i++) {
+		wlk_inspect_snapshot_free(s);
+		s = NULL;
+		if (take_snapshot(in, locked, &s))
+			return EXIT_OK; /* reported by the checks already */
+		n = find_deadlocks(s, NULL, NULL);
+		if (n <= 0 || locked)
+			break;
+		nanosleep(&gap, NULL);
+	}
+	if (n > 0) {
+		esc_c(stdout, label, strlen(label));
+		printf(": ");
+		text_deadlocks(stdout, s);
+	}
+	wlk_inspect_snapshot_free(s);
+	return n > 0 ? EXIT_DEADLOCK : EXIT_OK;
+}
+
 int cmd_check(const struct target *t, bool repairing)
 {
 	bool locked = t->flags & WLK_INSPECT_LOCKED;
@@ -262,7 +293,6 @@ int cmd_check(const struct target *t, bool repairing)
 	if (!snap_rc)
 		label = s->header.path;
 	rc = check_segment(in, locked, &l);
-	wlk_inspect_close(in);
 	if (rc && rc != WLK_ECORRUPT) {
 		report(label, rc);
 		status = exit_status(rc);
@@ -271,6 +301,9 @@ int cmd_check(const struct target *t, bool repairing)
 		status = summary(label, rc, &l, repairing ? " before repair" :
 							     "");
 	}
+	if (status == EXIT_OK && !repairing)
+		status = check_deadlocks(in, locked, label);
+	wlk_inspect_close(in);
 	vlist_free(&l);
 	if (repairing && (status == EXIT_OK || status == EXIT_DAMAGED)) {
 		if (s) {

@@ -311,4 +311,5 @@ void dump_json(struct json *j, const struct wlk_inspect_snapshot *s)
 		json_end(j);
 	}
 	json_end(j);
+	json_deadlocks(j, s);
 }

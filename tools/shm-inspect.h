@@ -21,6 +21,7 @@ enum {
 	EXIT_OPEN = 2,    /* not found, permission, foreign owner */
 	EXIT_DAMAGED = 3, /* inconsistent or damaged segment */
 	EXIT_VERSION = 4, /* incompatible layout version (WLK_EFORMAT) */
+	EXIT_DEADLOCK = 5, /* check: sound, but clients wait for each other */
 };
 
 /* Not a library code: the segment shrank while mapped (SIGBUS). */
@@ -85,6 +86,15 @@ void dump_json(struct json *j, const struct wlk_inspect_snapshot *s);
 
 /* text.c */
 void dump_text(FILE *f, const struct wlk_inspect_snapshot *s);
+
+/* deadlock.c */
+long find_deadlocks(const struct wlk_inspect_snapshot *s,
+		    void (*cb)(const struct wlk_inspect_snapshot *s,
+			       const size_t *req, const size_t *by, size_t n,
+			       void *arg),
+		    void *arg);
+long text_deadlocks(FILE *f, const struct wlk_inspect_snapshot *s);
+void json_deadlocks(struct json *j, const struct wlk_inspect_snapshot *s);
 
 /* list.c and check.c */
 int cmd_list(bool json);

@@ -271,4 +271,5 @@ void dump_text(FILE *f, const struct wlk_inspect_snapshot *s)
 	text_agents(f, s);
 	text_locks(f, s);
 	text_blocks(f, s);
+	text_deadlocks(f, s);
 }
