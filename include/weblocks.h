@@ -167,6 +167,23 @@
  * wlk_version() tells the library's version at run time, WLK_VERSION_*
  * the header's.
  *
+ * DEADLOCKS
+ *
+ * Managers that wait for each other in a cycle (one holds "a" and waits for
+ * "b", another holds "b" and waits for "a") wait for ever: the spec leaves
+ * lock order to the caller. A manager opened with detect_deadlocks refuses
+ * a request that would close such a cycle at the moment it would be
+ * queued: wlk_request(), wlk_acquire() and wlk_request_async() return
+ * %WLK_EDEADLK (DeadlockError) with nothing queued, and the caller can let
+ * go of what it holds and try again. A manager waits for the other managers
+ * that hold a conflicting lock on a name it waits for, or are queued ahead
+ * of it with a conflicting request. What the check cannot see: a manager
+ * shared by threads is one client, so a request behind its own manager's
+ * lock is not a wait (another thread holds it and lets go); a cycle closed
+ * by a request of a manager without detect_deadlocks is not refused; and
+ * a manager may wait for something other than a lock of this bucket.
+ * shm-inspect dump and check report the cycles that exist.
+ *
  * CAVEATS
  *
  *  - Only processes of the same effective user share a bucket; the segment is
@@ -233,14 +250,19 @@ extern "C" {
 /*
  * WLK_ERRNO_MAP(XX) - the error table: XX(name, value, error name, message),
  * where the error name is the DOMException name where the spec has one and
- * the symbol otherwise. It is the single source of the enum below, of
+ * the symbol otherwise (DeadlockError: the spec has no such error, and
+ * WLK_EDEADLK is an extension, given only to managers that ask for it). It
+ * is the single source of the enum below, of
  * wlk_strerror() and of wlk_error_name(). Codes that equal a negated errno
  * value keep that value so they compare equal to -errno.
  */
 #define WLK_ERRNO_MAP(XX)                                                      \
 	XX(EINVAL, -22, "TypeError",                                           \
 	   "invalid argument")                                                 \
-	XX(ENAMETOOLONG, -36, "WLK_ENAMETOOLONG",                                            \
+	XX(EDEADLK, -35, "DeadlockError",                                      \
+	   "the request would close a cycle of managers waiting for each "     \
+	   "other")                                                            \
+	XX(ENAMETOOLONG, -36, "WLK_ENAMETOOLONG",                              \
 	   "name longer than the bucket allows")                               \
 	XX(ETIMEDOUT, -110, "TimeoutError",                                    \
 	   "timed out before the lock was granted")                            \
@@ -257,9 +279,9 @@ extern "C" {
 	   "user, or with looser permissions than asked")                      \
 	XX(EFULL, -3006, "QuotaExceededError",                                 \
 	   "a table of the bucket's segment is full")                          \
-	XX(ECORRUPT, -3007, "WLK_ECORRUPT",                                              \
+	XX(ECORRUPT, -3007, "WLK_ECORRUPT",                                    \
 	   "segment failed validation or repair")                              \
-	XX(EFORMAT, -3008, "WLK_EFORMAT",                                               \
+	XX(EFORMAT, -3008, "WLK_EFORMAT",                                      \
 	   "segment has an incompatible layout version")
 
 /* The error codes. */
@@ -340,6 +362,12 @@ struct wlk_snapshot; /* result of wlk_query() */
  * @max_requests: capacity of the request table (held + pending);
  *                0 = WLK_DEFAULT_MAX_REQUESTS.
  * @max_name_len: longest lock name in bytes; 0 = WLK_DEFAULT_MAX_NAME_LEN.
+ * @detect_deadlocks: refuse a request of this manager that would close a
+ *                cycle of managers waiting for each other, with
+ *                %WLK_EDEADLK and nothing queued (DEADLOCKS below). An
+ *                extension, off by default: the spec has no such error,
+ *                and the check costs each request that would wait a walk
+ *                of the bucket's pending requests.
  *
  * %WLK_MANAGER_OPTIONS_INIT (or all-zero, or a NULL pointer) gives the
  * defaults. The three capacities are used only by the process that creates
@@ -354,6 +382,7 @@ struct wlk_manager_options {
 	uint32_t max_names;
 	uint32_t max_requests;
 	uint32_t max_name_len;
+	bool detect_deadlocks;
 };
 
 /**
@@ -571,6 +600,9 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  * * %WLK_ETIMEDOUT - @o->timeout_ns passed before the grant.
  * * %WLK_EFULL - the name or request table is full (LIMITS above);
  *   nothing changed.
+ * * %WLK_EDEADLK - @m was opened with detect_deadlocks and the request
+ *   would close a cycle of managers waiting for each other (DEADLOCKS
+ *   above); nothing is queued.
  * * %WLK_ECORRUPT - the segment failed validation or repair, or the
  *   request's slot was found damaged (then it is freed) or dropped by a
  *   repair; nothing is left queued or held.

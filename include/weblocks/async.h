@@ -110,7 +110,8 @@ typedef void (*wlk_stolen_cb)(struct wlk_lock *lock, void *arg);
  * %WLK_ETIMEDOUT or the abort reason at the next dispatch.
  *
  * Return: 0, or the negative codes of wlk_request() for what is checked
- * before queueing (%WLK_EINVAL also for a NULL @cb); -EMFILE and other
+ * before queueing (%WLK_EINVAL also for a NULL @cb; %WLK_EDEADLK, for a
+ * manager with detect_deadlocks, is one of them); -EMFILE and other
  * -errno values when the descriptor cannot be set up. On error @cb is never
  * called and nothing is queued.
  */

@@ -226,15 +226,25 @@ static bool reap_name(struct wlk__bucket *b, uint32_t ni,
  * the name back to the fast path (or grant it through the fast word), so
  * the request is then looked at again from the start.
  *
+ * A request refused as closing a cycle (WLK_EDEADLK) is asked again once
+ * the dead agents are reaped, if there were any: a dead process waits for
+ * nothing.
+ *
  * Return: as wlk__request_lock(), never WLK__UNPROBED.
  */
 int wlk__request_reaping(struct wlk__bucket *b, const struct wlk__enqueue *e,
 			 struct wlk__wake *wake, uint32_t *slot, uint32_t *gen)
 {
 	struct wlk__enqueue probed = *e;
-	uint32_t ni;
+	uint32_t ni, before = wake->n_reaped;
 	int rc = wlk__request_lock(b, e, wake, slot, gen);
 
+	/* A cycle through a dead process is none: it goes when reaped. */
+	if (rc == WLK_EDEADLK) {
+		wlk__reap_all(b, wake);
+		if (wake->n_reaped != before)
+			rc = wlk__request_lock(b, e, wake, slot, gen);
+	}
 	if (rc != WLK__UNPROBED)
 		return rc;
 	/* Refused, and the name is still there, inflated: reap its dead.

@@ -93,6 +93,7 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		.mode = o->mode,
 		.if_available = o->if_available,
 		.steal = o->steal,
+		.detect = m->detect,
 		/* Hashed here, not under the mutex (the fast path did it
 		 * already, unless this is a steal). */
 		.hash = l->hashed ? l->hash
@@ -153,8 +154,10 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 static int fast(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		const struct wlk_options *o, enum wlk__step *step)
 {
+	/* A fast waiter is in no queue: a manager that detects deadlocks
+	 * waits where the check can see it (spec/deadlock.c). */
 	bool may_wait = !o->signal && !o->timeout_ns && !o->if_available &&
-			wlk__spin_ok();
+			!m->detect && wlk__spin_ok();
 	enum wlk__fast f = wlk__lane_acquire(m, l, may_wait);
 	int why;
 

@@ -219,6 +219,7 @@ int wlk__shm_async_request(struct wlk_manager *pub, struct wlk_async *r,
 		.flags = WLK_REQF_ASYNC, .name = l->pub.name,
 		.name_len = (uint32_t)l->pub.name_len, .mode = o->mode,
 		.if_available = o->if_available, .steal = o->steal,
+		.detect = m->detect,
 		.hash = wlk__name_hash(m->b, l->pub.name, l->pub.name_len),
 		.own = WLK_NIL,
 	};

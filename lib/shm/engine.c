@@ -41,6 +41,7 @@ static int shm_open(struct wlk_manager *pub, const char *origin,
 		return rc;
 	}
 	pub->max_name_len = m->b->geo.max_name_len;
+	m->detect = o->detect_deadlocks;
 	return 0;
 }
 

@@ -32,6 +32,7 @@ struct wlk__shm_manager {
 	struct wlk__bucket *b;
 	uint32_t client;         /* client slot and its gen */
 	uint32_t client_gen;
+	bool detect;             /* detect_deadlocks: requests are checked */
 	struct wlk__actx *actx;  /* async state (async.c), under pub.amu */
 	struct wlk__lane lanes[WLK_LANES];
 };

@@ -111,7 +111,8 @@ static int make_room(struct wlk__bucket *b, const struct wlk__enqueue *e,
  * (nothing allocated), WLK__UNPROBED for a miss whose
  * holders were not probed (@e->probed false; nothing allocated, the name
  * left inflated: wlk__request_reaping() probes and asks again), WLK_ESTATE
- * if the client is gone, WLK_EFULL with nothing changed, or WLK_ECORRUPT.
+ * if the client is gone, WLK_EFULL or (with @e->detect) WLK_EDEADLK with
+ * nothing changed, or WLK_ECORRUPT.
  */
 int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		      struct wlk__wake *wake, uint32_t *slot, uint32_t *gen)
@@ -126,6 +127,8 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		return rc; /* still inflated, for the probe */
 	if (!rc)
 		rc = make_room(b, e, ni);
+	if (!rc && e->detect && !e->if_available && !e->steal)
+		rc = wlk__would_deadlock(b, e, ni);
 	if (rc) {
 		/* Inflated for nothing: give the fast path its name back. */
 		if (wlk__name_at(b, ni) &&

@@ -23,6 +23,7 @@ struct wlk__enqueue {
 	uint32_t own, own_gen; /* a slot the client keeps in reserve, to use
 				* first; WLK_NIL: none */
 	bool probed; /* the holders of an if_available miss were reaped */
+	bool detect; /* refuse it if it would close a cycle (deadlock.c) */
 };
 /* What wlk__request_lock() did when it did not fail (errors are < 0). */
 enum wlk__requested {
@@ -33,6 +34,9 @@ enum wlk__requested {
 int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		      struct wlk__wake *wake, uint32_t *slot,
 		      uint32_t *gen) WLK_INTERNAL;
+/* deadlock.c */
+int wlk__would_deadlock(struct wlk__bucket *b, const struct wlk__enqueue *e,
+			uint32_t ni) WLK_INTERNAL;
 int wlk__release_lock(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 		      bool keep, struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__abort_request(struct wlk__bucket *b, uint32_t slot, uint32_t gen,

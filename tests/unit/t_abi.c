@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,12 +54,12 @@ struct big_manager_options {
 };
 
 /*
- * The size for @l of a struct of @known bytes whose last first-layout
- * field ends at @known too (true of both structs), with @tail the bytes
- * after it, to zero or to set.
+ * The size for @l of a struct of @known bytes whose first layout ends at
+ * @first with a field of @last_field bytes, with @tail the bytes after
+ * the struct, to zero or to set.
  */
-static size_t layout_size(enum layout l, size_t known, unsigned char *tail,
-			  size_t last_field)
+static size_t layout_size(enum layout l, size_t known, size_t first,
+			  unsigned char *tail, size_t last_field)
 {
 	memset(tail, 0, SIZE_CAP);
 	switch (l) {
@@ -74,7 +75,7 @@ static size_t layout_size(enum layout l, size_t known, unsigned char *tail,
 	case L_TINY:
 		return 1;
 	case L_CUT:
-		return known - last_field;
+		return first - last_field;
 	case L_HUGE:
 		return SIZE_CAP + 1;
 	case L_COUNT:
@@ -90,8 +91,10 @@ static const struct wlk_options *options_as(struct big_options *b,
 					    struct wlk_options base)
 {
 	b->o = base;
-	b->o.size = layout_size(l, sizeof(b->o), b->newer,
-				sizeof(b->o.timeout_ns));
+	b->o.size = layout_size(l, sizeof(b->o),
+				offsetof(struct wlk_options, timeout_ns) +
+					sizeof(b->o.timeout_ns),
+				b->newer, sizeof(b->o.timeout_ns));
 	return &b->o;
 }
 
@@ -100,8 +103,11 @@ manager_options_as(struct big_manager_options *b, enum layout l,
 		   struct wlk_manager_options base)
 {
 	b->o = base;
-	b->o.size = layout_size(l, sizeof(b->o), b->newer,
-				sizeof(b->o.max_name_len));
+	b->o.size = layout_size(l, sizeof(b->o),
+				offsetof(struct wlk_manager_options,
+					 max_name_len) +
+					sizeof(b->o.max_name_len),
+				b->newer, sizeof(b->o.max_name_len));
 	return &b->o;
 }
 

@@ -26,7 +26,7 @@ Test(errors, table_has_every_documented_code, T_FIX, .timeout = 10)
 	static const int want[] = {
 		WLK_EINVAL, WLK_ENAMETOOLONG, WLK_ETIMEDOUT, WLK_ENOTSUPPORTED,
 		WLK_EABORTED, WLK_ESTOLEN, WLK_ESTATE, WLK_ESECURITY,
-		WLK_EFULL, WLK_ECORRUPT, WLK_EFORMAT,
+		WLK_EFULL, WLK_ECORRUPT, WLK_EFORMAT, WLK_EDEADLK,
 	};
 	size_t i, j;
 
