@@ -241,7 +241,7 @@ extern "C" {
  * header a program was built with from the library it runs with.
  */
 #define WLK_VERSION_MAJOR 0
-#define WLK_VERSION_MINOR 2
+#define WLK_VERSION_MINOR 3
 #define WLK_VERSION_PATCH 0
 #define WLK_VERSION                                                            \
 	((WLK_VERSION_MAJOR << 16) | (WLK_VERSION_MINOR << 8) |                \
