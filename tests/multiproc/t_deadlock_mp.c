@@ -41,6 +41,23 @@ static int child_y_then_x(void *arg)
 	return 0;
 }
 
+/* Hold "x" in this process and queue the child behind it: the child holds
+ * "y" and waits for "x". */
+static pid_t setup(struct kid *k, struct wlk_manager **m,
+		   struct wlk_lock **lx)
+{
+	pid_t pid;
+
+	t_pipe_open(&k->up);
+	t_pipe_open(&k->down);
+	T_ASSERT_RC(open_detecting(m), 0);
+	T_ASSERT_RC(wlk_acquire(*m, "x", 1, NULL, lx), 0);
+	pid = t_fork(child_y_then_x, k);
+	cr_assert_eq(t_get_byte(k->up.rd), 'h', "child did not take y");
+	cr_assert(t_wait_pending(*m, "x", 1, 1), "child did not queue");
+	return pid;
+}
+
 Test(deadlock_mp, a_cycle_across_two_processes_is_refused, T_FIX,
      .timeout = 30)
 {
@@ -49,13 +66,7 @@ Test(deadlock_mp, a_cycle_across_two_processes_is_refused, T_FIX,
 	struct kid k;
 	pid_t pid;
 
-	t_pipe_open(&k.up);
-	t_pipe_open(&k.down);
-	T_ASSERT_RC(open_detecting(&m), 0);
-	T_ASSERT_RC(wlk_acquire(m, "x", 1, NULL, &lx), 0);
-	pid = t_fork(child_y_then_x, &k);
-	cr_assert_eq(t_get_byte(k.up.rd), 'h', "child did not take y");
-	cr_assert(t_wait_pending(m, "x", 1, 1), "child did not queue");
+	pid = setup(&k, &m, &lx);
 
 	T_ASSERT_RC(wlk_acquire(m, "y", 1, NULL, &l), WLK_EDEADLK);
 	cr_assert_eq(t_pending_n(m, "y", 1), 0, "refused, yet queued");
@@ -79,13 +90,7 @@ Test(deadlock_mp, a_dead_process_leaves_no_cycle_behind, T_FIX,
 	struct kid k;
 	pid_t pid;
 
-	t_pipe_open(&k.up);
-	t_pipe_open(&k.down);
-	T_ASSERT_RC(open_detecting(&m), 0);
-	T_ASSERT_RC(wlk_acquire(m, "x", 1, NULL, &lx), 0);
-	pid = t_fork(child_y_then_x, &k);
-	cr_assert_eq(t_get_byte(k.up.rd), 'h', "child did not take y");
-	cr_assert(t_wait_pending(m, "x", 1, 1), "child did not queue");
+	pid = setup(&k, &m, &lx);
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
 

@@ -11,6 +11,15 @@
 
 static const struct wlk_options sh = {.mode = WLK_SHARED};
 
+/* A holder thread's request is granted; it lets go and is joined. */
+static void holder_done(struct t_holder *w)
+{
+	cr_assert_eq(t_holder_wait_granted(w), 0);
+	cr_assert_eq(w->acq_rc, 0);
+	cr_assert_eq(t_holder_release(w), 0);
+	t_holder_join(w);
+}
+
 static struct wlk_manager *detecting(const char *id)
 {
 	struct wlk_manager_options o = WLK_MANAGER_OPTIONS_INIT;
@@ -55,9 +64,7 @@ Test(deadlock, the_request_that_closes_a_cycle_is_refused, T_FIX,
 
 	/* b lets go, as the error invites: the cycle is gone. */
 	T_ASSERT_RC(wlk_release(lb), 0);
-	cr_assert_eq(t_holder_wait_granted(&w), 0);
-	cr_assert_eq(t_holder_release(&w), 0);
-	t_holder_join(&w);
+	holder_done(&w);
 	T_ASSERT_RC(wlk_release(la), 0);
 }
 
@@ -76,13 +83,9 @@ Test(deadlock, off_by_default_the_request_is_queued, T_FIX, .timeout = 30)
 	cr_assert(t_wait_pending(a, "x", 1, 1), "not queued");
 	/* Break the deadlock from outside: a lets go of x. */
 	T_ASSERT_RC(wlk_release(la), 0);
-	cr_assert_eq(t_holder_wait_granted(&wb), 0);
-	cr_assert_eq(t_holder_release(&wb), 0);
+	holder_done(&wb);
 	T_ASSERT_RC(wlk_release(lb), 0);
-	cr_assert_eq(t_holder_wait_granted(&wa), 0);
-	cr_assert_eq(t_holder_release(&wa), 0);
-	t_holder_join(&wa);
-	t_holder_join(&wb);
+	holder_done(&wa);
 }
 
 /* Only conflicting locks make a wait: shared beside shared is granted. */
@@ -100,9 +103,7 @@ Test(deadlock, a_compatible_request_is_no_wait, T_FIX, .timeout = 30)
 	cr_assert_not_null(l);
 	T_ASSERT_RC(wlk_release(l), 0);
 	T_ASSERT_RC(wlk_release(lb), 0);
-	cr_assert_eq(t_holder_wait_granted(&w), 0);
-	cr_assert_eq(t_holder_release(&w), 0);
-	t_holder_join(&w);
+	holder_done(&w);
 	T_ASSERT_RC(wlk_release(la), 0);
 }
 
@@ -117,10 +118,7 @@ Test(deadlock, a_manager_behind_its_own_lock_waits, T_FIX, .timeout = 30)
 	t_holder_start(&w, a, "x", 1, NULL);
 	cr_assert(t_wait_pending(a, "x", 1, 1));
 	T_ASSERT_RC(wlk_release(la), 0);
-	cr_assert_eq(t_holder_wait_granted(&w), 0);
-	cr_assert_eq(w.acq_rc, 0);
-	cr_assert_eq(t_holder_release(&w), 0);
-	t_holder_join(&w);
+	holder_done(&w);
 }
 
 /* A longer cycle: a holds x, b holds y, c holds z; a waits for y, b for z;
@@ -144,13 +142,9 @@ Test(deadlock, a_cycle_of_three_through_holders_and_queues, T_FIX,
 	cr_assert_eq(t_pending_n(a, "x", 1), 0);
 
 	T_ASSERT_RC(wlk_release(lc), 0);
-	cr_assert_eq(t_holder_wait_granted(&wb), 0);
-	cr_assert_eq(t_holder_release(&wb), 0);
+	holder_done(&wb);
 	T_ASSERT_RC(wlk_release(lb), 0);
-	cr_assert_eq(t_holder_wait_granted(&wa), 0);
-	cr_assert_eq(t_holder_release(&wa), 0);
-	t_holder_join(&wa);
-	t_holder_join(&wb);
+	holder_done(&wa);
 	T_ASSERT_RC(wlk_release(la), 0);
 }
 
@@ -173,11 +167,7 @@ Test(deadlock, a_request_queued_ahead_is_waited_for, T_FIX, .timeout = 30)
 	T_ASSERT_RC(wlk_acquire(a, "y", 1, NULL, &l), WLK_EDEADLK);
 
 	T_ASSERT_RC(wlk_release(la), 0);
-	cr_assert_eq(t_holder_wait_granted(&wd), 0);
-	cr_assert_eq(t_holder_release(&wd), 0);
-	cr_assert_eq(t_holder_wait_granted(&wb), 0);
-	cr_assert_eq(t_holder_release(&wb), 0);
-	t_holder_join(&wd);
-	t_holder_join(&wb);
+	holder_done(&wd);
+	holder_done(&wb);
 	T_ASSERT_RC(wlk_release(lb), 0);
 }
