@@ -51,7 +51,8 @@ build() { # OUTPUT, then environment for afl-clang-fast
 		-I"$srcdir/include" -I"$srcdir/lib" "${lib_inc[@]}" \
 		$(pkg-config --cflags liburcu-bp liburcu-cds) \
 		"$srcdir"/lib/*/*.c "$srcdir"/tools/render.c \
-		"$srcdir"/tools/text.c "$srcdir"/tools/json.c \
+		"$srcdir"/tools/text.c "$srcdir"/tools/deadlock.c \
+		"$srcdir"/tools/json.c \
 		"$srcdir"/tests/fuzz/fuzz_segment.c \
 		$(pkg-config --libs liburcu-bp liburcu-cds) -lrt -o "$out"
 }

@@ -31,7 +31,8 @@ clang -std=gnu11 -g -O1 $san -fno-omit-frame-pointer -pthread \
 	-I"$srcdir/include" -I"$srcdir/lib" "${lib_inc[@]}" \
 	$(pkg-config --cflags liburcu-bp liburcu-cds) \
 	"$srcdir"/lib/*/*.c "$srcdir"/tools/render.c "$srcdir"/tools/text.c \
-	"$srcdir"/tools/json.c "$srcdir"/tests/fuzz/fuzz_inspect.c \
+	"$srcdir"/tools/deadlock.c "$srcdir"/tools/json.c \
+	"$srcdir"/tests/fuzz/fuzz_inspect.c \
 	$(pkg-config --libs liburcu-bp liburcu-cds) -lrt \
 	-o "$builddir/fuzz-inspect"
 mkdir -p "$builddir/fuzz-corpus"
