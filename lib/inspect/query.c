@@ -65,10 +65,12 @@ static int qbuf_alloc(struct qbuf *q, size_t names, size_t ents, size_t cids,
 	q->names_cap = names;
 	q->ents_cap = ents;
 	q->cids_cap = cids;
-	q->names = malloc(names);
-	q->ents = malloc(ents * sizeof(*q->ents));
-	q->cids = malloc(cids * sizeof(*q->cids));
-	q->cmap = malloc(max_clients * sizeof(*q->cmap));
+	/* At least one of each: malloc(0) may return NULL, which is not
+	 * "out of memory". */
+	q->names = malloc(names ? names : 1);
+	q->ents = malloc((ents ? ents : 1) * sizeof(*q->ents));
+	q->cids = malloc((cids ? cids : 1) * sizeof(*q->cids));
+	q->cmap = malloc((max_clients ? max_clients : 1) * sizeof(*q->cmap));
 	if (!q->names || !q->ents || !q->cids || !q->cmap) {
 		qbuf_free(q);
 		return -ENOMEM;
