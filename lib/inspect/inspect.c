@@ -32,12 +32,12 @@ static bool ours(const char *name)
 	char uid[24];
 	const char *p = name + 3;
 
-	if (strncmp(name, "wlk", 3) || !(*p >= '0' && *p <= '9'))
+	if (strncmp(name, "wlk", 3) != 0 || !(*p >= '0' && *p <= '9'))
 		return false;
 	while (*p >= '0' && *p <= '9')
 		p++;
 	snprintf(uid, sizeof(uid), "-%u-", (unsigned int)geteuid());
-	return !strncmp(p, uid, strlen(uid));
+	return strncmp(p, uid, strlen(uid)) == 0;
 }
 
 WLK_EXPORT int wlk_inspect_list(wlk_inspect_list_cb cb, void *arg)

@@ -45,7 +45,8 @@ static int mutex_kind(void)
 {
 	static int kind = -1; /* [A] */
 	int k = uatomic_read(&kind);
-	pthread_mutex_t m;
+	/* Initialised for the analyzer's sake: wlk__mutex_init() sets it. */
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 
 	if (k < 0 && wlk__mutex_init(&m) == 0) {
 		k = m.__data.__kind;
