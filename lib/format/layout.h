@@ -146,6 +146,7 @@ enum wlk_slot_state {
  * the woken. Each looks at its own word; those not granted sleep again.
  * Should every waiter woken in one round die before passing it on, the
  * rest see their grants at their next recheck (WLK_SAFETY_RECHECK_NS).
+ * tests/model/broadcast.pml checks that the chain leaves nobody asleep.
  * One grant wakes its waiter on its own word. On a kernel without
  * futex_waitv a waiter sleeps on its own word only, in slices of
  * WLK_FALLBACK_SLICE_NS, which bound how late it sees a broadcast grant.
