@@ -58,7 +58,7 @@ static bool left_pending(void *arg)
 
 /*
  * The futex words to sleep on while the request is PENDING as @w: its
- * word, its name's grants word (@grants, if its name entry is sound:
+ * word, its name's grants word as @g (if its name entry @nm is sound:
  * layout.h, GRANT BROADCAST), the signal's, the manager's close word, the
  * blockers' lifelines; each read before its condition (the grants word
  * before the caller's last look at its word), so that a change between
@@ -66,14 +66,14 @@ static bool left_pending(void *arg)
  * or the reason to give up now (the signal's, WLK_ESTATE).
  */
 static int wait_words(struct wlk__shm_manager *m, uint32_t *word, uint32_t w,
-		      uint32_t *grants, struct wlk_signal *sig,
-		      const struct wlk__watch *watch, struct wlk__waitv *v,
-		      unsigned int *n)
+		      struct wlk_seg_name *nm, uint32_t g,
+		      struct wlk_signal *sig, const struct wlk__watch *watch,
+		      struct wlk__waitv *v, unsigned int *n)
 {
 	*n = 0;
 	v[(*n)++] = (struct wlk__waitv){word, w};
-	if (grants)
-		v[(*n)++] = (struct wlk__waitv){grants, uatomic_read(grants)};
+	if (nm)
+		v[(*n)++] = (struct wlk__waitv){&nm->grants, g};
 	if (sig) {
 		v[(*n)++] = (struct wlk__waitv){&sig->word,
 						uatomic_read(&sig->word)};
@@ -95,8 +95,8 @@ static int wait_words(struct wlk__shm_manager *m, uint32_t *word, uint32_t w,
 #define WORD_MOVED 1
 
 /*
- * Sleep on the words @v (@n of them; v[1] is the name's grants word if
- * @nm) until @until. The waiter marks itself sleeping, and counts itself
+ * Sleep on the words @v (@n of them, the name's grants word among them
+ * as @g if @nm) until @until. The waiter marks itself sleeping, and counts itself
  * among the name's sleepers, then looks at its word once more: the
  * granter changes the word, then reads the mark (mutex.c). Woken by a
  * broadcast while others still sleep, it passes it on (layout.h, GRANT
@@ -104,7 +104,7 @@ static int wait_words(struct wlk__shm_manager *m, uint32_t *word, uint32_t w,
  * changed before it slept.
  */
 static int sleep_on(struct wlk_seg_request *r, uint32_t w,
-		    struct wlk_seg_name *nm, struct wlk__waitv *v,
+		    struct wlk_seg_name *nm, uint32_t g, struct wlk__waitv *v,
 		    unsigned int n, uint64_t until)
 {
 	int rc = WORD_MOVED;
@@ -119,7 +119,7 @@ static int sleep_on(struct wlk_seg_request *r, uint32_t w,
 	if (!nm)
 		return rc;
 	uatomic_dec(&nm->sleepers);
-	if (uatomic_read(&nm->grants) != v[1].val &&
+	if (uatomic_read(&nm->grants) != g &&
 	    uatomic_read(&nm->sleepers))
 		wlk__futex_wake(&nm->grants, WLK_BROADCAST_FANOUT);
 	return rc;
@@ -152,7 +152,6 @@ int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 	struct pending p = {word, WLK_WORD(gen, WLK_SLOT_PENDING)};
 	/* Its name, read once: fixed while the request is pending. */
 	struct wlk_seg_name *nm = wlk__name_at(m->b, uatomic_read(&r->name));
-	uint32_t *grants = nm ? &nm->grants : NULL;
 
 	/* A grant that comes while spinning costs no system call on either
 	 * side (the granter skips the wake of a waiter not marked
@@ -163,7 +162,7 @@ int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 		struct wlk__waitv v[WAIT_WORDS];
 		unsigned int n;
 		uint64_t until = deadline, now, recheck;
-		uint32_t w = wlk__word_load(word);
+		uint32_t w = wlk__word_load(word), g;
 		int rc;
 
 		if (w != p.w)
@@ -174,7 +173,8 @@ int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 				return rc;
 			continue;
 		}
-		rc = wait_words(m, word, w, grants, sig, watch, v, &n);
+		g = nm ? uatomic_read(&nm->grants) : 0;
+		rc = wait_words(m, word, w, nm, g, sig, watch, v, &n);
 		if (rc)
 			return rc;
 		now = wlk__now_ns();
@@ -184,7 +184,7 @@ int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 						 : WLK_RECHECK_NS);
 		if (!until || recheck < until)
 			until = recheck;
-		rc = sleep_on(r, w, nm, v, n, until);
+		rc = sleep_on(r, w, nm, g, v, n, until);
 		if (rc == WORD_MOVED)
 			continue;
 		if (rc == -ETIMEDOUT && until != deadline)
