@@ -248,41 +248,36 @@ static void broadcast(struct wlk__bucket *b, uint32_t ni)
 }
 
 /*
- * The name that @min or more sleeping waiters of the list share, or
- * WLK_NIL: a batch grant (one name's shared requests, granted at once)
- * is woken by one broadcast, not one wake each. The slots are read after
- * the mutex: a recycled one only makes the choice worse, never wrong.
+ * The blocked waiters of the list and of the names collected. Each slot's
+ * mark and name are read once, after the mutex: a recycled slot only makes
+ * a wake-up spurious. When WLK_BROADCAST_MIN or more sleepers share the
+ * first sleeper's name (a batch grant: one name's shared requests at
+ * once), that name gets one broadcast instead of a wake each.
  */
-static uint32_t batch_name(struct wlk__bucket *b, const struct wlk__wake *wake)
+static void wake_waiters(struct wlk__bucket *b, struct wlk__wake *wake)
 {
-	uint32_t ni = WLK_NIL, n = 0;
+	uint32_t sleeper[WLK_WAKE_BATCH], name[WLK_WAKE_BATCH];
+	uint32_t k = 0, same = 0, ni = WLK_NIL;
 
+	cmm_smp_mb(); /* pairs with the waiter's, in shm/wait.c */
 	for (uint32_t i = 0; i < wake->n; i++) {
 		struct wlk_seg_request *r = wlk__req(b, wake->idx[i]);
 
 		if (!uatomic_read(&r->sleeping))
 			continue;
-		if (ni == WLK_NIL)
-			ni = uatomic_read(&r->name);
-		n += uatomic_read(&r->name) == ni;
+		sleeper[k] = wake->idx[i];
+		name[k] = uatomic_read(&r->name);
+		if (!k)
+			ni = name[k];
+		same += name[k] == ni;
+		k++;
 	}
-	return n >= WLK_BROADCAST_MIN ? ni : WLK_NIL;
-}
-
-/* The blocked waiters of the list and of the names collected. */
-static void wake_waiters(struct wlk__bucket *b, struct wlk__wake *wake)
-{
-	uint32_t ni;
-
-	cmm_smp_mb(); /* pairs with the waiter's, in shm/wait.c */
-	ni = batch_name(b, wake);
-	for (uint32_t i = 0; i < wake->n; i++) {
-		struct wlk_seg_request *r = wlk__req(b, wake->idx[i]);
-
-		if (uatomic_read(&r->sleeping) &&
-		    (ni == WLK_NIL || uatomic_read(&r->name) != ni))
-			wlk__futex_wake(&r->word, INT32_MAX);
-	}
+	if (same < WLK_BROADCAST_MIN)
+		ni = WLK_NIL;
+	for (uint32_t i = 0; i < k; i++)
+		if (name[i] != ni || ni == WLK_NIL)
+			wlk__futex_wake(&wlk__req(b, sleeper[i])->word,
+					INT32_MAX);
 	if (ni != WLK_NIL)
 		broadcast(b, ni);
 	for (uint32_t i = 0; i < wake->n_names; i++)
