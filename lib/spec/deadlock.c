@@ -11,8 +11,10 @@
  * clients it would wait for. The search runs under the segment mutex over
  * the busy names (layout.h, NAME LISTS), growing the set of reachable
  * clients until it stops growing: a bitmap of the client table on the
- * stack, no allocation. It costs O(clients x pending x queue) at worst,
- * paid only by requests of managers that ask for it.
+ * stack, no allocation. A pass costs one walk of every busy name's lists
+ * (and 16-word bitmap ORs), and the set grows at least once per pass:
+ * O(clients x held and pending requests) at worst, paid only by requests
+ * of managers that ask for it.
  *
  * Fast waiters (FAST PATH) are in no queue: names with one are inflated
  * first, so that they are. A manager with detection never waits that way
@@ -50,26 +52,69 @@ static bool conflict(uint8_t a, uint8_t b)
 }
 
 /*
- * Add to @x the clients that a request of @client in @mode waits for on
- * name @n: conflicting holders, and conflicting requests queued ahead of
- * @upto (WLK_NIL: all of the queue). Return: false on a bad link.
+ * Add to @x the clients other than @client that a new request of @client
+ * in @mode would wait for on name @n: those holding it, or queued for it,
+ * in a conflicting mode. Return: false on a bad link.
  */
 static bool waits_for(struct wlk__bucket *b, const struct wlk_seg_name *n,
-		      uint32_t client, uint8_t mode, uint32_t upto,
-		      struct reach *x)
+		      uint32_t client, uint8_t mode, struct reach *x)
 {
 	uint32_t lists[2] = {n->h_head, n->q_head};
 
 	for (int l = 0; l < 2; l++) {
 		uint32_t i = lists[l];
 
-		for (uint32_t steps = 0; i != WLK_NIL && i != upto; steps++) {
+		for (uint32_t steps = 0; i != WLK_NIL; steps++) {
 			const struct wlk_seg_request *r = wlk__req_at(b, i);
 
 			if (!r || !wlk__walk_ok(b, steps))
 				return false;
 			if (r->client != client && conflict(mode, r->mode))
 				reach_add(x, r->client);
+			i = r->next;
+		}
+	}
+	return true;
+}
+
+static void reach_or(struct reach *x, const struct reach *y)
+{
+	for (unsigned int i = 0; i < REACH_WORDS; i++) {
+		uint64_t add = y->bit[i] & ~x->bit[i];
+
+		x->bit[i] |= add;
+		x->grew |= add != 0;
+	}
+}
+
+/*
+ * What the requests of name @n whose clients are in @x wait for joins @x,
+ * in one walk of its lists: the clients of its holders and of the
+ * requests queued so far, all of them and the exclusive ones, are kept as
+ * it goes (an exclusive request waits for all, a shared one for the
+ * exclusive ones). A client's wait for itself adds nothing: it is in @x.
+ * Return: false on a bad link.
+ */
+static bool grow_name(struct wlk__bucket *b, const struct wlk_seg_name *n,
+		      struct reach *x)
+{
+	struct reach all = {{0}, false}, excl = {{0}, false};
+	uint32_t lists[2] = {n->h_head, n->q_head};
+
+	for (int l = 0; l < 2; l++) {
+		uint32_t i = lists[l];
+
+		for (uint32_t steps = 0; i != WLK_NIL; steps++) {
+			const struct wlk_seg_request *r = wlk__req_at(b, i);
+
+			if (!r || !wlk__walk_ok(b, steps))
+				return false;
+			if (l == 1 && reach_has(x, r->client))
+				reach_or(x, r->mode == WLK_SHARED ? &excl
+								  : &all);
+			reach_add(&all, r->client);
+			if (r->mode != WLK_SHARED)
+				reach_add(&excl, r->client);
 			i = r->next;
 		}
 	}
@@ -84,21 +129,9 @@ static bool grow(struct wlk__bucket *b, struct reach *x)
 
 	for (uint32_t steps = 0; ni != WLK_NIL; steps++) {
 		const struct wlk_seg_name *n = wlk__name_at(b, ni);
-		uint32_t ri;
 
-		if (!n || steps >= b->geo.max_names)
+		if (!n || steps >= b->geo.max_names || !grow_name(b, n, x))
 			return false;
-		ri = n->q_head;
-		for (uint32_t k = 0; ri != WLK_NIL; k++) {
-			const struct wlk_seg_request *r = wlk__req_at(b, ri);
-
-			if (!r || !wlk__walk_ok(b, k))
-				return false;
-			if (reach_has(x, r->client) &&
-			    !waits_for(b, n, r->client, r->mode, ri, x))
-				return false;
-			ri = r->next;
-		}
 		ni = n->list_next;
 	}
 	return true;
@@ -146,7 +179,7 @@ int wlk__would_deadlock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	rc = queue_fast_waiters(b);
 	if (rc)
 		return rc;
-	if (!waits_for(b, n, e->client, (uint8_t)e->mode, WLK_NIL, &x))
+	if (!waits_for(b, n, e->client, (uint8_t)e->mode, &x))
 		return wlk__corrupt(b);
 	while (x.grew && !reach_has(&x, e->client)) {
 		x.grew = false;
