@@ -16,7 +16,7 @@
  * is freed when it exits, through a key destructor registered the first
  * time it keeps one. A handle is its engine's lock struct (the engine's
  * lock_size) followed by the name: the spare serves an engine whose
- * handles are as large (spare_size).
+ * handles are as large (where its name starts says).
  */
 /*
  * AddressSanitizer cannot see a second wlk_release() of a handle kept as
@@ -35,7 +35,6 @@
 #endif
 
 static WLK_TLS struct wlk_lock *spare;
-static WLK_TLS size_t spare_size;
 static WLK_TLS bool spare_registered;
 static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
@@ -73,7 +72,6 @@ void wlk__lock_free(struct wlk_lock *l)
 		spare_registered = true;
 	}
 	spare = l;
-	spare_size = (size_t)(l->name - (char *)l);
 }
 
 struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
@@ -83,7 +81,7 @@ struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 	struct wlk_lock *l = NULL;
 
 	if (len <= WLK_SHORT_NAME) {
-		if (spare && spare_size == head) {
+		if (spare && (size_t)(spare->name - (char *)spare) == head) {
 			l = spare;
 			spare = NULL;
 		}
