@@ -97,9 +97,12 @@ static struct name_list list_of(struct wlk__bucket *b, enum wlk_name_list l)
 						      &h->busy_tail};
 }
 
-/* Append name @ni, on no list, to list @l (the idle list's tail is its
- * most recently used end). */
-static void list_append(struct wlk__bucket *b, uint32_t ni,
+/*
+ * wlk__name_list_put() - append name @ni, on no list, to list @l (the
+ * idle list's tail is its most recently used end). Also recovery's, which
+ * rebuilds the lists from empty.
+ */
+void wlk__name_list_put(struct wlk__bucket *b, uint32_t ni,
 			enum wlk_name_list l)
 {
 	struct name_list nl = list_of(b, l);
@@ -147,14 +150,6 @@ static int list_remove(struct wlk__bucket *b, uint32_t ni)
 	return 0;
 }
 
-/* wlk__name_list_put() - put name @ni on list @l (recovery rebuilds the
- * lists with it, the lists emptied first). */
-void wlk__name_list_put(struct wlk__bucket *b, uint32_t ni,
-			enum wlk_name_list l)
-{
-	list_append(b, ni, l);
-}
-
 /* A request is about to refer to name @ni: it is busy, not idle. */
 int wlk__name_touch(struct wlk__bucket *b, uint32_t ni)
 {
@@ -165,7 +160,7 @@ int wlk__name_touch(struct wlk__bucket *b, uint32_t ni)
 		return 0;
 	rc = list_remove(b, ni);
 	if (!rc)
-		list_append(b, ni, WLK_LIST_BUSY);
+		wlk__name_list_put(b, ni, WLK_LIST_BUSY);
 	return rc;
 }
 
@@ -190,7 +185,7 @@ void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
 		return;
 	if (list_remove(b, ni))
 		return;
-	list_append(b, ni, WLK_LIST_IDLE);
+	wlk__name_list_put(b, ni, WLK_LIST_IDLE);
 	wlk__name_settle(b, ni);
 }
 
@@ -271,7 +266,7 @@ int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 	head = chain_head(b, hash);
 	n->chain = *head;
 	*head = i;
-	list_append(b, i, WLK_LIST_BUSY);
+	wlk__name_list_put(b, i, WLK_LIST_BUSY);
 	wlk__count(&h->n_names, 1);
 	wlk__count64(&h->name_bytes, len);
 	*out = i;
