@@ -202,6 +202,17 @@ void wlk__shm_async_settle(struct wlk_manager *pub, struct wlk_async *r,
 	r->settled = true;
 }
 
+/* @r completed without being queued, with @status: through dispatch all
+ * the same. */
+static int settled_at_once(struct wlk__shm_manager *m, struct wlk_async *r,
+			   int status)
+{
+	r->status = status;
+	r->settled = true;
+	wlk__bell_ring_self(&m->actx->bell);
+	return 0;
+}
+
 /*
  * Queue @r (already on m->pub.pending) under the mutex. Settled at once
  * (an if_available miss, or given up before it was queued): r->settled;
@@ -228,21 +239,17 @@ int wlk__shm_async_request(struct wlk_manager *pub, struct wlk_async *r,
 	wlk__shm_lock_init(l);
 	rc = wlk__lock_until(m->b, &wake, r->deadline,
 			     r->sig ? &r->sig->reason : NULL);
-	if (!rc) {
-		rc = wlk__request_reaping(m->b, &e, &wake, &l->slot, &l->gen);
-		wlk__unlock(m->b, &wake);
-	} else if (rc == WLK_ETIMEDOUT ||
-		   (r->sig && rc == uatomic_read(&r->sig->reason))) {
+	if (rc == WLK_ETIMEDOUT ||
+	    (rc && r->sig && rc == uatomic_read(&r->sig->reason)))
 		/* Timed out or aborted while the mutex's owner was stopped
 		 * inside it: never queued; the callback says so. */
-		r->status = rc;
-		rc = WLK__UNAVAILABLE;
-	}
-	if (rc == WLK__UNAVAILABLE) {
-		r->settled = true;
-		wlk__bell_ring_self(&m->actx->bell);
-		return 0;
-	}
+		return settled_at_once(m, r, rc);
+	if (rc)
+		return rc;
+	rc = wlk__request_reaping(m->b, &e, &wake, &l->slot, &l->gen);
+	wlk__unlock(m->b, &wake);
+	if (rc == WLK__UNAVAILABLE)
+		return settled_at_once(m, r, 0); /* an if_available miss */
 	if (rc)
 		return rc;
 	if (r->deadline)
