@@ -27,8 +27,8 @@ static const struct wlk__async_hooks hooks = {
 
 /*
  * wlk__async_get() - the engine's async context of @m, created on first
- * use; under m->amu. The hooks are in place before the context is:
- * whoever sees a context or a watched lock finds them.
+ * use; under m->amu. The hooks are set with it, under amu too: whoever
+ * finds a context, or a lock watched through one, finds them.
  */
 int wlk__async_get(struct wlk_manager *m)
 {
