@@ -286,7 +286,7 @@ static void wake_waiters(struct wlk__bucket *b, struct wlk__wake *wake)
 }
 
 /*
- * wlk__wake_flush() - issue the wake-ups collected in @wake. The slots may
+ * wake_flush() - issue the wake-ups collected in @wake. The slots may
  * have been recycled since the mutex was released; a wake-up of a recycled
  * slot is a spurious one, which every waiter tolerates. A waiter still
  * spinning needs no system call: it marks itself sleeping, then re-reads
@@ -295,7 +295,7 @@ static void wake_waiters(struct wlk__bucket *b, struct wlk__wake *wake)
  * the name's grants word whether or not anyone sleeps: a waiter read it
  * before its last look at its own word, so it sees either.
  */
-void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
+static void wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
 {
 	if (!wake->n && !wake->n_names && !wake->n_reaped && !wake->n_bells &&
 	    !wake->sweep && !wake->bell_sweep)
@@ -326,5 +326,5 @@ void wlk__unlock(struct wlk__bucket *b, struct wlk__wake *wake)
 {
 	pthread_mutex_unlock(&b->hdr->sync.mutex);
 	if (wake)
-		wlk__wake_flush(b, wake);
+		wake_flush(b, wake);
 }

@@ -12,8 +12,8 @@
  * Reaping a dead agent, under the segment mutex: release its locks, abort
  * its requests, free its clients and its slot, mark the lifeline
  * consistent. The lifeline itself is unlocked after the segment mutex is
- * released (wlk__wake_flush()), since unlocking it may wake watchers, and
- * then every watcher of it is woken. A reaper that dies halfway leaves the
+ * released (mutex.c, wlk__unlock()), since unlocking it may wake
+ * watchers, and then every watcher of it is woken. A reaper that dies halfway leaves the
  * lifeline owner-dead again and the segment mutex owner-dead too: the next
  * locker repairs and reaps again.
  *

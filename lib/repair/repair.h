@@ -21,8 +21,6 @@ static inline int wlk__lock(struct wlk__bucket *b, struct wlk__wake *wake)
 }
 void wlk__unlock(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
 void wlk__segment_poison(struct wlk__bucket *b) WLK_INTERNAL;
-void wlk__wake_flush(struct wlk__bucket *b, struct wlk__wake *wake)
-	WLK_INTERNAL;
 
 /* reap.c, for async_pid.c */
 bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,

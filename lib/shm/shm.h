@@ -176,11 +176,6 @@ struct wlk__watch {
 	bool complete; /* every blocker is watched */
 	bool stale;    /* recompute before sleeping again */
 };
-void wlk__watch_arm(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
-		    struct wlk__wake *wake, struct wlk__watch *w) WLK_INTERNAL;
-int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
-		    struct wlk_signal *sig, uint64_t deadline,
-		    struct wlk__watch *watch) WLK_INTERNAL;
 int wlk__wait_for(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		  const struct wlk_options *o, uint64_t deadline,
 		  struct wlk__watch *watch) WLK_INTERNAL;
@@ -198,9 +193,6 @@ int wlk__settle(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		enum wlk__step *step) WLK_INTERNAL;
 int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 		      bool keep) WLK_INTERNAL;
-int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
-		 bool closing) WLK_INTERNAL;
-int wlk__dropped(struct wlk__shm_manager *m) WLK_INTERNAL;
 int wlk__after_wait(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 		    bool gave_up, int why, bool closing) WLK_INTERNAL;
 

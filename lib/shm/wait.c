@@ -14,7 +14,7 @@
 #include "shm.h"
 
 /* Under the mutex: reap dead blockers of a pending request, arm the rest. */
-void wlk__watch_arm(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+static void watch_arm(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 		    struct wlk__wake *wake, struct wlk__watch *w)
 {
 	w->n = 0;
@@ -33,7 +33,7 @@ static int watch_refresh(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 
 	if (rc)
 		return rc;
-	wlk__watch_arm(b, slot, gen, &wake, w);
+	watch_arm(b, slot, gen, &wake, w);
 	wlk__unlock(b, &wake);
 	return 0;
 }
@@ -143,7 +143,7 @@ static void lifelines_pass_on(struct wlk__watch *watch)
  * the signal's reason, WLK_ETIMEDOUT or WLK_ESTATE (manager closed), or an
  * error from the segment.
  */
-int wlk__wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
+static int wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 		    struct wlk_signal *sig, uint64_t deadline,
 		    struct wlk__watch *watch)
 {
@@ -217,7 +217,7 @@ int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
  * client's requests: then its other requests in the queue go too (spec
  * 2.6), or aborting this one could grant the next of them.
  */
-int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
+static int give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 		 bool closing)
 {
 	struct wlk__wake wake;
@@ -231,12 +231,12 @@ int wlk__give_up(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 }
 
 /*
- * wlk__dropped() - why a request of @m is gone from under its waiter: the
+ * dropped() - why a request of @m is gone from under its waiter: the
  * manager was closed (WLK_ESTATE), which sets m->pub.closed before it drops
  * the client's requests under the segment mutex; or, with the manager
  * open, a repair dropped it as damaged (WLK_ECORRUPT).
  */
-int wlk__dropped(struct wlk__shm_manager *m)
+static int dropped(struct wlk__shm_manager *m)
 {
 	return uatomic_read(&m->pub.closed) ? WLK_ESTATE : WLK_ECORRUPT;
 }
@@ -261,7 +261,7 @@ int wlk__after_wait(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 	uint32_t w;
 
 	if (gave_up) {
-		int rc = wlk__give_up(b, slot, gen, closing);
+		int rc = give_up(b, slot, gen, closing);
 
 		if (rc <= 0)
 			return rc ? rc : why;
@@ -269,7 +269,7 @@ int wlk__after_wait(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 	}
 	w = wlk__word_load(&wlk__req(b, slot)->word);
 	if (WLK_WORD_GEN(w) != gen || WLK_WORD_STATE(w) < WLK_SLOT_HELD)
-		return wlk__dropped(m);
+		return dropped(m);
 	if (why == WLK_ETIMEDOUT)
 		why = 0;
 	if (why)
@@ -293,7 +293,7 @@ int wlk__wait_for(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 	 * queued for ever: no cancellation while waiting. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	if (wlk__word_load(word) == WLK_WORD(l->gen, WLK_SLOT_PENDING))
-		why = wlk__wait_grant(m, l->slot, l->gen, o->signal, deadline,
+		why = wait_grant(m, l->slot, l->gen, o->signal, deadline,
 				      watch);
 	if (why)
 		rc = wlk__after_wait(m, l->slot, l->gen, true, why,
@@ -317,7 +317,7 @@ void wlk__watch_init(struct wlk__bucket *b, struct wlk__shm_lock *l,
 		     struct wlk__wake *wake, struct wlk__watch *watch)
 {
 	if (!wlk__spin_ok())
-		wlk__watch_arm(b, l->slot, l->gen, wake, watch);
+		watch_arm(b, l->slot, l->gen, wake, watch);
 	else
 		*watch = (struct wlk__watch){.n = 0, .complete = true,
 					    .stale = true};
@@ -328,7 +328,7 @@ void wlk__watch_init(struct wlk__bucket *b, struct wlk__shm_lock *l,
  * under it. Inflating the name (again: idempotent) makes its request an
  * ordinary one, held or first in the queue; a request never adopted (its
  * claim on the waiter word was lost) asks again the mutex way; one
- * dropped meanwhile is gone (wlk__dropped()). A request held may have been
+ * dropped meanwhile is gone (dropped()). A request held may have been
  * stolen already: a steal waiting for the mutex when the fast word handed
  * it the name inflates the name first. That is a grant too, as on the
  * mutex path (wlk__wait_for()): the release reports WLK_ESTOLEN and frees
@@ -373,7 +373,7 @@ int wlk__settle(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		return 0;
 	}
 	if (w != WLK_WORD(l->gen, WLK_SLOT_PENDING))
-		return wlk__dropped(m);
+		return dropped(m);
 	*step = WLK__STEP_HELD;
 	return wlk__wait_for(m, l, &none, 0, &watch);
 }

@@ -25,7 +25,7 @@
  *
  * A grant or handoff that lands within the spin costs no system call on
  * either side: the waker skips the futex wake of a waiter not marked
- * sleeping (mutex.c, wlk__wake_flush()).
+ * sleeping (mutex.c, wake_flush()).
  */
 #include <unistd.h>
 
