@@ -3,7 +3,8 @@
 # run.sh - Quick start 2 and CI: install what is missing, build, run all tests.
 #
 # Builds from scratch, out of tree, twice:
-#   build-check/  --enable-Werror; make check, then make distcheck
+#   build-check/  --enable-Werror; make check, then make distcheck, then
+#                 each bindings/NAME/check.sh against this build's library
 #   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer; make check
 # checks after each make check that no test left a segment in /dev/shm,
 # and ends with each test program's Criterion "Synthesis:" line per build and
@@ -167,6 +168,42 @@ build_and_check() {
 	return "$rc"
 }
 
+# bindings LABEL BUILDDIR: each bindings/NAME/check.sh builds its
+# package against BUILDDIR's library, runs its tests, and ends its output
+# with a line "N passed, N failed", which is added to the totals. The
+# script installs what it needs (as deps.sh does) and exits non-zero if
+# anything failed. Its whole output goes to BUILDDIR/bindings-NAME.log.
+bindings() {
+	local label=$1 dir=$2 script name log line rc re
+	re='^([0-9]+) passed, ([0-9]+) failed$'
+
+	for script in "$srcdir"/bindings/*/check.sh; do
+		[[ -f $script ]] || continue
+		name=${script%/check.sh}
+		name=${name##*/}
+		log=$dir/bindings-$name.log
+		echo "run.sh: == $label bindings/$name =="
+		rc=0
+		timeout -k 30 "$check_timeout" bash "$script" "$dir" \
+			>"$log" 2>&1 || rc=$?
+		line=$(grep -a -E "$re" "$log" | tail -n 1 || true)
+		if [[ $line =~ $re ]]; then
+			summary+=("$label: bindings/$name: $line")
+			passed=$((passed + BASH_REMATCH[1]))
+			failed=$((failed + BASH_REMATCH[2]))
+			if ((BASH_REMATCH[2] > 0)); then
+				bad_logs+=("$log")
+			elif ((rc != 0)); then
+				step_failed "$label" "bindings/$name: exit $rc" "$log"
+			fi
+		else
+			step_failed "$label" \
+				"bindings/$name: no test summary (exit $rc)" "$log"
+		fi
+	done
+	return 0
+}
+
 install_missing
 
 cd "$srcdir"
@@ -195,6 +232,11 @@ else
 		step_failed plain "distcheck ($((SECONDS - start)) s)" \
 			"$srcdir/build-check/distcheck.out"
 	fi
+fi
+
+# 1b. The language bindings, against the plain build's library.
+if [[ -f $srcdir/build-check/lib/libweblocks.la ]]; then
+	bindings plain "$srcdir/build-check"
 fi
 
 # 2. The same suite under ASan and UBSan, with the fail points compiled in
