@@ -184,6 +184,31 @@
  * a manager may wait for something other than a lock of this bucket.
  * shm-inspect dump and check report the cycles that exist.
  *
+ * SCOPES
+ *
+ * An extension from the spec's early draft: a request for a set of names
+ * (its scope), taken together, atomically: wlk_acquire_scope(),
+ * wlk_request_scope(), wlk_request_scope_async(). Duplicate names collapse;
+ * the names are kept in byte order (the draft's Lock.scope is sorted). An
+ * exclusive scope is granted when nothing is held on any of its names and
+ * no request queued before it has a name in common with it; a shared one
+ * when nothing exclusive is held on its names and no exclusive request
+ * queued before it has a name in common with it. It is granted on every
+ * name at once and released on every name at once: no request ever holds
+ * part of a scope, so two scopes never deadlock over their own names,
+ * whatever order the caller lists them in. On each name it keeps its
+ * place in the FIFO order of single-name requests; a single-name request
+ * is a scope of one, so a shared one queued behind a shared scope that is
+ * waiting for another name is granted (the draft's rule; without scopes
+ * in a bucket it is the Working Draft's, exactly). The options act on the
+ * whole scope: if_available takes every name or none, a signal or timeout
+ * takes it out of every queue, steal steals every name (a holder that held
+ * any of them, scope or not, loses all it held with that request). Each
+ * name gets its own fencing token, in that name's order
+ * (wlk_lock_scope_token()). query() shows a scope under each of its names,
+ * with one &wlk_lock_info.scope value. A scope has at most %WLK_SCOPE_MAX
+ * distinct names.
+ *
  * CAVEATS
  *
  *  - Only processes of the same effective user share a bucket; the segment is
@@ -241,7 +266,7 @@ extern "C" {
  * header a program was built with from the library it runs with.
  */
 #define WLK_VERSION_MAJOR 0
-#define WLK_VERSION_MINOR 3
+#define WLK_VERSION_MINOR 4
 #define WLK_VERSION_PATCH 0
 #define WLK_VERSION                                                            \
 	((WLK_VERSION_MAJOR << 16) | (WLK_VERSION_MINOR << 8) |                \
@@ -321,6 +346,9 @@ enum wlk_mode {
 #define WLK_LIMIT_MAX_NAMES (1u << 20)
 #define WLK_LIMIT_MAX_REQUESTS (1u << 22)
 #define WLK_LIMIT_MAX_NAME_LEN 65536
+
+/* Distinct names in one scope (SCOPES below); more is %WLK_EINVAL. */
+#define WLK_SCOPE_MAX 64
 
 /* Fixed limits (see LIMITS above); exceeding one is %WLK_EFULL. */
 #define WLK_LIMIT_AGENTS 256   /* processes attached to one bucket */
@@ -740,6 +768,111 @@ WLK_EXPORT bool wlk_lock_stolen(const struct wlk_lock *lock);
 WLK_EXPORT uint64_t wlk_lock_token(const struct wlk_lock *lock);
 
 /**
+ * struct wlk_name - one name of a scope.
+ * @name: its bytes.
+ * @len:  its length in bytes, or %WLK_NUL_TERMINATED.
+ */
+struct wlk_name {
+	const char *name;
+	size_t len;
+};
+
+/**
+ * wlk_acquire_scope() - Request a lock on a set of names at once.
+ * @m:     the manager.
+ * @names: the scope's names, @n of them, in any order, duplicates allowed.
+ * @n:     how many; at least 1.
+ * @o:     options, or NULL for the defaults; as for wlk_acquire(), applied
+ *         to the whole scope.
+ * @out:   receives the lock; NULL on an if_available miss. Written only on
+ *         success.
+ *
+ * wlk_acquire() for a scope (SCOPES above): the lock is held on every name
+ * until wlk_release() releases every name. A set of one distinct name is
+ * exactly wlk_acquire() of that name. The handle's wlk_lock_name() and
+ * wlk_lock_token() are its first name's; wlk_lock_scope_count(),
+ * wlk_lock_scope_name() and wlk_lock_scope_token() give all of them.
+ *
+ * Context: as for wlk_request(). A scope never takes the uncontended fast
+ * path: it takes the segment mutex once to be queued (and granted, if it
+ * can be) and once to be released.
+ *
+ * Return: 0 on success (with *@out NULL on an if_available miss), or
+ * * %WLK_EINVAL - @m, @names, a name or @out is NULL, @n is 0, there are
+ *   more than %WLK_SCOPE_MAX distinct names, or as for wlk_request();
+ * * -ENOMEM - out of memory for the sorted copy of the names;
+ * * the other codes of wlk_request(), checked in the same order, each name
+ *   in turn where wlk_request() checks its name (%WLK_ENOTSUPPORTED for a
+ *   name that starts with '-', %WLK_ENAMETOOLONG for one too long), and
+ *   %WLK_EFULL if the tables have no room for every name and one request
+ *   slot per name.
+ */
+WLK_EXPORT WLK_WARN_UNUSED int
+wlk_acquire_scope(struct wlk_manager *m, const struct wlk_name *names,
+		  size_t n, const struct wlk_options *o, struct wlk_lock **out);
+
+/**
+ * wlk_request_scope() - LockManager.request() for a set of names.
+ * @m:     the manager.
+ * @names: as for wlk_acquire_scope().
+ * @n:     as for wlk_acquire_scope().
+ * @o:     options, or NULL for the defaults.
+ * @cb:    as for wlk_request(); gets the scope's lock.
+ * @arg:   passed to @cb.
+ *
+ * wlk_request() for a scope: wlk_acquire_scope(), @cb, wlk_release().
+ *
+ * Context: as for wlk_request().
+ *
+ * Return: as wlk_request(), with the argument checks of
+ * wlk_acquire_scope().
+ */
+WLK_EXPORT int wlk_request_scope(struct wlk_manager *m,
+				 const struct wlk_name *names, size_t n,
+				 const struct wlk_options *o, wlk_callback cb,
+				 void *arg);
+
+/**
+ * wlk_lock_scope_count() - How many names a lock holds.
+ * @lock: the lock.
+ *
+ * Context: thread-safe; never sleeps.
+ *
+ * Return: the number of distinct names of its scope; 1 for a lock from
+ * wlk_acquire() or wlk_request().
+ */
+WLK_EXPORT size_t wlk_lock_scope_count(const struct wlk_lock *lock);
+
+/**
+ * wlk_lock_scope_name() - Lock.scope[@i].
+ * @lock: the lock.
+ * @i:    0 to wlk_lock_scope_count() - 1: names in byte order.
+ * @len:  receives the name's length, or NULL.
+ *
+ * Context: thread-safe; never sleeps.
+ *
+ * Return: the name (NUL-terminated after *@len bytes; owned by @lock), or
+ * NULL if @i is out of range.
+ */
+WLK_EXPORT const char *wlk_lock_scope_name(const struct wlk_lock *lock,
+					   size_t i, size_t *len);
+
+/**
+ * wlk_lock_scope_token() - Fencing token of one name of a lock.
+ * @lock: the lock.
+ * @i:    as for wlk_lock_scope_name().
+ *
+ * Each name of a scope gets its own token, ordered with that name's other
+ * grants as wlk_lock_token() describes.
+ *
+ * Context: thread-safe; never sleeps.
+ *
+ * Return: the token of name @i, or 0 if @i is out of range.
+ */
+WLK_EXPORT uint64_t wlk_lock_scope_token(const struct wlk_lock *lock,
+					 size_t i);
+
+/**
  * wlk_signal_new() - Create an abort signal (AbortController).
  * @out: receives the signal; written only on success.
  *
@@ -790,6 +923,9 @@ WLK_EXPORT void wlk_signal_free(struct wlk_signal *s);
  * @mode:      %WLK_EXCLUSIVE or %WLK_SHARED.
  * @client_id: clientId of the requesting manager.
  * @pid:       process id of the requesting manager, in its PID namespace.
+ * @scope:     0 for a single-name request; for a scope's (SCOPES above), a
+ *             value that its entries under each of its names share and no
+ *             other request in the snapshot has.
  */
 struct wlk_lock_info {
 	const char *name;
@@ -797,6 +933,7 @@ struct wlk_lock_info {
 	enum wlk_mode mode;
 	const char *client_id;
 	pid_t pid;
+	uint64_t scope;
 };
 
 /**

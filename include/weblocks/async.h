@@ -121,6 +121,27 @@ WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
 				 struct wlk_async **out);
 
 /**
+ * wlk_request_scope_async() - wlk_request_async() for a set of names.
+ * @m:     the manager.
+ * @names: as for wlk_acquire_scope().
+ * @n:     as for wlk_acquire_scope().
+ * @o:     options, or NULL for the defaults.
+ * @cb:    run once, as for wlk_request_async(); gets the scope's lock.
+ * @arg:   passed to @cb.
+ * @out:   receives the request handle, or NULL.
+ *
+ * Context: as for wlk_request_async().
+ *
+ * Return: as wlk_request_async(), with the argument checks of
+ * wlk_acquire_scope().
+ */
+WLK_EXPORT int wlk_request_scope_async(struct wlk_manager *m,
+				       const struct wlk_name *names, size_t n,
+				       const struct wlk_options *o,
+				       wlk_granted_cb cb, void *arg,
+				       struct wlk_async **out);
+
+/**
  * wlk_async_cancel() - Abort an asynchronous request.
  * @req: a request whose callback has not run yet.
  *

@@ -190,6 +190,10 @@ struct wlk_inspect_request {
  * @requests:   per name: its held requests, then its queue in order; then
  *              the stolen ones. @n_requests of them.
  * @n_requests: count of @requests.
+ * @scopes:     per request, as @requests: 0 for a single-name request; for
+ *              a member of a scope (weblocks.h, SCOPES), a value its
+ *              entries under each of the scope's names share (its first
+ *              name's slot + 1, and that slot's generation << 32).
  */
 struct wlk_inspect_snapshot {
 	struct wlk_inspect_header header;
@@ -199,6 +203,7 @@ struct wlk_inspect_snapshot {
 	size_t n_clients;
 	struct wlk_inspect_request *requests;
 	size_t n_requests;
+	uint64_t *scopes;
 };
 
 /**

@@ -18,6 +18,15 @@ int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t len,
 struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 			       size_t len, enum wlk_mode mode) WLK_INTERNAL;
 void wlk__lock_free(struct wlk_lock *l) WLK_INTERNAL;
+struct wlk_lock *wlk__lock_new_scope(struct wlk_manager *m,
+				     const struct wlk_name *names, size_t n,
+				     enum wlk_mode mode) WLK_INTERNAL;
+
+/* scope.c: a scope's checks and its sorted, unique names (free() them). */
+int wlk__scope_begin(struct wlk_manager *m, const struct wlk_name *names,
+		     size_t n, const struct wlk_options **o,
+		     struct wlk_options *copy, struct wlk_lock **out)
+	WLK_INTERNAL;
 
 /* manager.c */
 bool wlk__manager_enter(struct wlk_manager *m) WLK_INTERNAL;

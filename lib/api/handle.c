@@ -58,7 +58,7 @@ void wlk__lock_free(struct wlk_lock *l)
 {
 	if (!l)
 		return;
-	if (!KEEP_SPARE || l->name_len > WLK_SHORT_NAME || spare) {
+	if (!KEEP_SPARE || l->name_len > WLK_SHORT_NAME || spare || l->scope) {
 		free(l);
 		return;
 	}
@@ -96,9 +96,49 @@ struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 	l->mode = mode;
 	l->watched = false;
 	l->on_stolen = NULL;
+	l->scope = NULL;
+	l->n_scope = 0;
 	l->name_len = len;
 	l->name = (char *)l + head;
 	memcpy(l->name, name, len);
 	l->name[len] = '\0';
+	return l;
+}
+
+/*
+ * wlk__lock_new_scope() - a handle for the scope @names[0..n) (n >= 2, in
+ * byte order, unique): one allocation, the names copied after the
+ * engine's part and the table; never the spare.
+ */
+struct wlk_lock *wlk__lock_new_scope(struct wlk_manager *m,
+				     const struct wlk_name *names, size_t n,
+				     enum wlk_mode mode)
+{
+	size_t head = m->e->lock_size, bytes = 0, table;
+	struct wlk_lock *l;
+	char *p;
+
+	for (size_t i = 0; i < n; i++)
+		bytes += names[i].len + 1;
+	table = n * sizeof(struct wlk__lock_name);
+	l = malloc(head + table + bytes);
+	if (!l)
+		return NULL;
+	l->m = m;
+	l->mode = mode;
+	l->watched = false;
+	l->on_stolen = NULL;
+	l->scope = (struct wlk__lock_name *)((char *)l + head);
+	l->n_scope = (uint32_t)n;
+	p = (char *)l->scope + table;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(p, names[i].name, names[i].len);
+		p[names[i].len] = '\0';
+		l->scope[i] = (struct wlk__lock_name){.name = p,
+						      .len = names[i].len};
+		p += names[i].len + 1;
+	}
+	l->name = (char *)l->scope[0].name;
+	l->name_len = l->scope[0].len;
 	return l;
 }

@@ -58,21 +58,15 @@ static int signal_fd(struct wlk_signal *s)
 	return mine;
 }
 
-WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
-				 size_t name_len, const struct wlk_options *o,
-				 wlk_granted_cb cb, void *arg,
-				 struct wlk_async **out)
+/* Queue the request for handle @l (the begin's manager reference is the
+ * request's until its callback, or dropped here on error). */
+static int submit(struct wlk_manager *m, struct wlk_lock *l,
+		  const struct wlk_options *o, wlk_granted_cb cb, void *arg,
+		  struct wlk_async **out)
 {
-	struct wlk_options copy;
 	struct wlk_async *r;
-	struct wlk_lock *l;
 	int rc;
 
-	if (!cb)
-		return WLK_EINVAL;
-	rc = wlk__acquire_begin(m, name, name_len, &o, &copy, &l);
-	if (rc)
-		return rc;
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		wlk__lock_free(l);
@@ -109,6 +103,37 @@ WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
 	if (out)
 		*out = r;
 	return 0; /* the manager reference is r's until its callback */
+}
+
+WLK_EXPORT int wlk_request_async(struct wlk_manager *m, const char *name,
+				 size_t name_len, const struct wlk_options *o,
+				 wlk_granted_cb cb, void *arg,
+				 struct wlk_async **out)
+{
+	struct wlk_options copy;
+	struct wlk_lock *l;
+	int rc;
+
+	if (!cb)
+		return WLK_EINVAL;
+	rc = wlk__acquire_begin(m, name, name_len, &o, &copy, &l);
+	return rc ? rc : submit(m, l, o, cb, arg, out);
+}
+
+WLK_EXPORT int wlk_request_scope_async(struct wlk_manager *m,
+				       const struct wlk_name *names, size_t n,
+				       const struct wlk_options *o,
+				       wlk_granted_cb cb, void *arg,
+				       struct wlk_async **out)
+{
+	struct wlk_options copy;
+	struct wlk_lock *l;
+	int rc;
+
+	if (!cb)
+		return WLK_EINVAL;
+	rc = wlk__scope_begin(m, names, n, &o, &copy, &l);
+	return rc ? rc : submit(m, l, o, cb, arg, out);
 }
 
 WLK_EXPORT int wlk_async_cancel(struct wlk_async *r)

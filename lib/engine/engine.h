@@ -58,6 +58,14 @@ struct wlk_manager {
 						 cleared */
 };
 
+/* One name of a scope's handle (wlk_acquire_scope()), in byte order. */
+struct wlk__lock_name {
+	const char *name; /* NUL-terminated, in the handle's allocation */
+	size_t len;
+	uint64_t token;   /* set by the engine with the grant */
+	uint32_t slot, gen; /* the engine's, for its member of the name */
+};
+
 /* struct wlk_lock: a granted request, owned by the caller. */
 struct wlk_lock {
 	struct wlk_manager *m;
@@ -68,6 +76,10 @@ struct wlk_lock {
 	bool watched;
 	wlk_stolen_cb on_stolen;
 	void *stolen_arg;
+	/* A scope's names (@n_scope of them, at least two), or NULL for a
+	 * single name; @name is then the first, @token its token. */
+	struct wlk__lock_name *scope;
+	uint32_t n_scope;
 	size_t name_len;
 	char *name;              /* name_len bytes + NUL, after the engine's
 				    part of the handle, in its allocation */
@@ -132,7 +144,9 @@ struct wlk__engine {
 	/* wlk_bucket_remove(). */
 	int (*remove)(const char *origin, const struct wlk_manager_options *o);
 
-	/* wlk_acquire(): request @l's name, wait for the grant. 0 with
+	/* wlk_acquire(): request @l's name (or, with l->scope, its names
+	 * at once; an engine without scopes returns WLK_ENOTSUPPORTED),
+	 * wait for the grant. 0 with
 	 * *@held true (granted: l->token set) or false (an if_available
 	 * miss), or an error. A new handle comes with its base set and the
 	 * engine's part uninitialised (here and in async_request): one

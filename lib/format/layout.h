@@ -63,7 +63,7 @@
 /* Bump on any change to the format this file describes (a new bit, field,
  * size or meaning; not a new way of writing the same one, which the
  * asserts pin); it is part of the segment name too. */
-#define WLK_LAYOUT_VERSION 7u
+#define WLK_LAYOUT_VERSION 8u
 #define WLK_SEG_MAGIC "WEBLOCKS"
 #define WLK_SEG_MAGIC_LEN 8
 #define WLK_CACHELINE 64u
@@ -229,6 +229,8 @@ _Static_assert(WLK_CLAIM_GEN_SHIFT + WLK_CLAIM_HIGH_BITS <= 64u &&
 #define WLK_REQF_LANE 0x2u  /* a blocking request in a slot its client keeps
 			     * for the fast path: may be granted through the
 			     * name's fast word (FAST, not HELD) */
+#define WLK_REQF_SCOPE 0x4u /* a member of a scope request (SCOPES) */
+#define WLK_REQF_LEAD 0x8u  /* and the one its requester waits on */
 
 /* wlk_seg_name.list (NAME LISTS) */
 enum wlk_name_list {
@@ -247,7 +249,34 @@ enum wlk_seg_state {
 enum wlk_intent_op {
 	WLK_INTENT_NONE = 0,
 	WLK_INTENT_STEAL = 1, /* args[0] = request index, args[1] = its gen */
+	/* SCOPES; args[0] = the lead member's index, args[1] = its gen */
+	WLK_INTENT_SCOPE_NEW = 2,   /* undone: every member freed */
+	WLK_INTENT_SCOPE_GRANT = 3, /* redone: every member held */
+	WLK_INTENT_SCOPE_DROP = 4,  /* redone: every member freed */
+	WLK_INTENT_SCOPE_STEAL = 5, /* redone: the steal on every name */
 };
+
+/*
+ * SCOPES (spec/scope.c). A request for a set of names (the early draft's
+ * lock scope) is one request slot per name, its members, each in its own
+ * name's queue or held set like any request, with WLK_REQF_SCOPE set and
+ * linked into a ring by @scope (a single-name request has WLK_NIL). The
+ * member of the first name in byte order is the lead: its word is what
+ * the requester waits on, its index and gen name the scope. Members are
+ * made, granted, stolen and freed together, under the mutex and an intent
+ * record, so that no request ever holds part of a scope; recovery finishes
+ * (or, for one being made, undoes) what a dead process left halfway.
+ *
+ * The draft's grant rule, per name: a member is clear on its name when,
+ * exclusive, it is the first in the queue and nothing is held; shared,
+ * nothing exclusive is held and no exclusive request is ahead of it. A
+ * scope is granted when every member is clear. For single-name requests
+ * this is the Working Draft's rule exactly (a request that is not first
+ * can be clear only behind a scope member waiting for another name).
+ * Members are never fast (no LANE flag); a name with a member in its
+ * queue or held set is inflated, like any name with a queue.
+ */
+#define WLK_SCOPE_MEMBERS_MAX 64u /* = the public WLK_SCOPE_MAX */
 
 struct wlk_seg_header {
 	/* Identity: one cache line. */
@@ -432,7 +461,10 @@ struct wlk_seg_request {
 	uint32_t name_gen;   /* [M] */
 	uint32_t prev;       /* [D] queue or held list links */
 	uint32_t next;       /* [D] also the free list */
-	uint64_t seq;        /* [M] request order */
+	uint32_t seq;        /* [M] request order in its name's queue, as
+			      * serial numbers (WLK_SEQ_AFTER) */
+	uint32_t scope;      /* [M] next member of its scope (SCOPES), or
+			      * WLK_NIL */
 	uint64_t token;      /* [A] fencing token once granted (wlk__token_give) */
 	uint64_t enq_ns;     /* [M] CLOCK_MONOTONIC at request (diagnostics) */
 	uint64_t grant_ns;   /* [M] CLOCK_MONOTONIC at grant (diagnostics) */
@@ -464,6 +496,9 @@ _Static_assert(offsetof(struct wlk_seg_name, fast) % 8 == 0 &&
 		       offsetof(struct wlk_seg_name, q_head) == WLK_CACHELINE,
 	       "the fast path's fields on the first line, aligned");
 _Static_assert(sizeof(struct wlk_seg_request) == 64, "request slot size");
+/* Whether request order @a is after @b: serial-number arithmetic, since a
+ * name's order wraps after 2^32 requests; a queue holds far fewer. */
+#define WLK_SEQ_AFTER(a, b) ((int32_t)((uint32_t)(a) - (uint32_t)(b)) > 0)
 _Static_assert(offsetof(struct wlk_seg_request, word) == 0,
 	       "futex word first, 4-byte aligned");
 /*

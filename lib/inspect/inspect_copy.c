@@ -34,6 +34,7 @@ struct raw_req {
 	size_t name_off; /* SIZE_MAX: no name */
 	uint8_t mode, state;
 	uint64_t token, requested, granted;
+	uint64_t scope;
 };
 
 /* The public snapshot and everything it points to. */
@@ -89,6 +90,32 @@ static void copy_agents_clients(struct wlk__bucket *b, struct snap *s)
 	}
 }
 
+/*
+ * The scope id of request @ri (wlk_inspect_snapshot.scopes): 0 for a
+ * single name, else its lead's slot + 1 and gen, found by the ring's links
+ * read once each and bounded (without the mutex the ring may change
+ * underneath: an odd id, never a crash).
+ */
+static uint64_t scope_of(struct wlk__bucket *b, uint32_t ri)
+{
+	uint32_t i = ri;
+
+	for (uint32_t k = 0; k < WLK_SCOPE_MEMBERS_MAX; k++) {
+		const struct wlk_seg_request *r = wlk__req(b, i);
+		uint8_t f = uatomic_read(&r->flags);
+
+		if (!(f & WLK_REQF_SCOPE))
+			return k ? (uint64_t)ri + 1 : 0;
+		if (f & WLK_REQF_LEAD)
+			return (uint64_t)WLK_WORD_GEN(load32(&r->word)) << 32 |
+			       (i + 1u);
+		i = load32(&r->scope);
+		if (i >= b->geo.max_requests)
+			break;
+	}
+	return (uint64_t)ri + 1;
+}
+
 static int add_req(struct wlk__bucket *b, struct snap *s, uint32_t ri,
 		   size_t name_off, uint32_t name_len, uint8_t state,
 		   uint32_t position)
@@ -102,7 +129,7 @@ static int add_req(struct wlk__bucket *b, struct snap *s, uint32_t ri,
 		.client = r->client, .name_off = name_off,
 		.mode = r->mode == WLK_SHARED ? WLK_SHARED : WLK_EXCLUSIVE,
 		.state = state, .token = r->token, .requested = r->enq_ns,
-		.granted = r->grant_ns};
+		.granted = r->grant_ns, .scope = scope_of(b, ri)};
 	return 0;
 }
 
@@ -369,7 +396,8 @@ static int build(struct wlk_inspect *in, struct snap *s)
 	p->agents = calloc(s->n_ra + 1, sizeof(*p->agents));
 	p->clients = calloc(s->n_rc + 1, sizeof(*p->clients));
 	p->requests = calloc(s->n_rr + 1, sizeof(*p->requests));
-	if (!p->agents || !p->clients || !p->requests)
+	p->scopes = calloc(s->n_rr + 1, sizeof(*p->scopes));
+	if (!p->agents || !p->clients || !p->requests || !p->scopes)
 		return -ENOMEM;
 	build_header(in, s);
 	for (size_t i = 0; i < s->n_ra; i++)
@@ -406,6 +434,7 @@ static void build_requests(struct snap *s)
 			.position = r->position, .client = -1,
 			.client_id = "", .token = r->token,
 			.requested_ns = r->requested, .granted_ns = r->granted};
+		p->scopes[i] = r->scope;
 		if (r->name_off != SIZE_MAX) {
 			q->name = s->names + r->name_off;
 			q->name_len = r->name_len;
@@ -453,6 +482,7 @@ WLK_EXPORT void wlk_inspect_snapshot_free(struct wlk_inspect_snapshot *p)
 	free(p->agents);
 	free(p->clients);
 	free(p->requests);
+	free(p->scopes);
 	free(s->ra);
 	free(s->rc);
 	free(s->rr);

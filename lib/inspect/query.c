@@ -25,6 +25,7 @@ struct qent {
 	uint32_t cid;  /* index into qbuf.cids */
 	uint8_t mode;
 	bool held;
+	uint64_t scope; /* wlk__scope_id(), or 0 */
 };
 
 struct qcid {
@@ -124,6 +125,7 @@ static int copy_list(struct wlk__bucket *b, struct qbuf *q, uint32_t head,
 		e->name_len = name_len;
 		e->mode = r->mode == WLK_SHARED ? WLK_SHARED : WLK_EXCLUSIVE;
 		e->held = held;
+		e->scope = r->flags & WLK_REQF_SCOPE ? wlk__scope_id(b, ri) : 0;
 		q->ents_used++;
 		ri = r->next;
 	}
@@ -215,6 +217,7 @@ static int snapshot_build(struct seg_snapshot *ss)
 		li->mode = (enum wlk_mode)e->mode;
 		li->client_id = q->cids[e->cid].id;
 		li->pid = q->cids[e->cid].pid;
+		li->scope = e->scope;
 	}
 	return 0;
 }

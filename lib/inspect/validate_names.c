@@ -25,7 +25,7 @@ static uint32_t check_list(struct wlk__vctx *v, uint32_t ni, bool held,
 	struct wlk_seg_name *n = wlk__name(b, ni);
 	uint32_t i = held ? n->h_head : n->q_head, prev = WLK_NIL, len = 0;
 	uint32_t want = held ? WLK_SLOT_HELD : WLK_SLOT_PENDING;
-	uint64_t last_seq = 0;
+	uint32_t last_seq = 0;
 
 	for (; i != WLK_NIL; prev = i, i = wlk__req(b, i)->next) {
 		struct wlk_seg_request *r;
@@ -47,7 +47,7 @@ static uint32_t check_list(struct wlk__vctx *v, uint32_t ni, bool held,
 		if (r->name != ni || r->name_gen != WLK_WORD_GEN(n->word))
 			wlk__bad(v, "request %u: listed under name %u, "
 				    "refers to %u", i, ni, r->name);
-		if (!held && r->seq <= last_seq)
+		if (!held && len && !WLK_SEQ_AFTER(r->seq, last_seq))
 			wlk__bad(v, "name %u: queue out of request order at %u",
 				 ni, i);
 		last_seq = r->seq;

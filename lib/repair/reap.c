@@ -130,7 +130,6 @@ static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 	uint32_t lists[2];
 	bool fits = true;
 
-	*n = 0;
 	if (!nm)
 		return false;
 	lists[0] = nm->h_head;
@@ -152,13 +151,27 @@ static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 	return fits;
 }
 
-/* The agents ahead of pending request @ri, at most @max (capped). */
+/* The agents ahead of pending request @ri, at most @max (capped); of a
+ * scope's member, ahead of any member on its name (layout.h, SCOPES). */
 static bool blockers_of(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
 			unsigned int *k, unsigned int max)
 {
+	uint32_t m[WLK_SCOPE_MEMBERS_MAX];
+	int n = 1;
+	bool fits = true;
+
 	if (max > WLK_WATCH_MAX)
 		max = WLK_WATCH_MAX;
-	return blockers(b, wlk__req(b, ri)->name, ri, set, k, max);
+	*k = 0;
+	m[0] = ri;
+	if (wlk__req(b, ri)->flags & WLK_REQF_SCOPE)
+		n = wlk__scope_members(b, ri, m);
+	if (n < 0)
+		return false;
+	for (int i = 0; i < n; i++)
+		fits = blockers(b, wlk__req(b, m[i])->name, m[i], set, k,
+				max) && fits;
+	return fits;
 }
 
 /*
@@ -249,7 +262,9 @@ int wlk__request_reaping(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		return rc;
 	/* Refused, and the name is still there, inflated: reap its dead.
 	 * Asking again settles the name if it is refused still. */
-	if (!wlk__name_find(b, e->name, e->name_len, e->hash, &ni))
+	if (e->n_items) /* a scope's names: every dead agent */
+		(void)wlk__reap_all(b, wake);
+	else if (!wlk__name_find(b, e->name, e->name_len, e->hash, &ni))
 		reap_name(b, ni, wake);
 	probed.probed = true;
 	return wlk__request_lock(b, &probed, wake, slot, gen);

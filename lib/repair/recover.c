@@ -115,7 +115,8 @@ static void queue_insert(struct wlk__bucket *b, struct wlk_seg_name *n,
 	struct wlk_seg_request *r = wlk__req(b, ri);
 	uint32_t after = n->q_tail;
 
-	while (after != WLK_NIL && wlk__req(b, after)->seq > r->seq)
+	while (after != WLK_NIL &&
+	       WLK_SEQ_AFTER(wlk__req(b, after)->seq, r->seq))
 		after = wlk__req(b, after)->prev;
 	r->prev = after;
 	r->next = after == WLK_NIL ? n->q_head : wlk__req(b, after)->next;
@@ -281,21 +282,43 @@ int wlk__segment_format(struct wlk__bucket *b)
 	return rc;
 }
 
-/* Redo a steal that its requester did not finish. Return: 0 or
- * WLK_ECORRUPT. */
+/*
+ * Redo a steal that its requester did not finish, or a scope's grant,
+ * drop or steal that their thread did not; undo a scope being made (its
+ * requester is gone with that thread's process, or finds its request
+ * gone). The rebuild before has linked whatever members were PENDING or
+ * HELD; a freed member keeps its ring links (scope.c). The queues of the
+ * names it touched run afterwards, with every other. Return: 0 or
+ * WLK_ECORRUPT.
+ */
 static int redo_intent(struct wlk__bucket *b, struct wlk__wake *wake)
 {
 	struct wlk_seg_header *h = b->hdr;
-	uint32_t ri = h->intent_args[0], gen = h->intent_args[1];
+	uint32_t ri = h->intent_args[0], gen = h->intent_args[1], w;
+	struct wlk__names names = {0};
+	uint32_t op = h->intent_op;
 	int rc = 0;
 
-	if (h->intent_op == WLK_INTENT_STEAL && wlk__req_at(b, ri)) {
-		uint32_t w = wlk__req(b, ri)->word;
-
-		if (w == WLK_WORD(gen, WLK_SLOT_PENDING) ||
-		    w == WLK_WORD(gen, WLK_SLOT_HELD))
-			rc = wlk__steal_apply(b, ri, wake);
+	if (op == WLK_INTENT_NONE || !wlk__req_at(b, ri))
+		goto done;
+	w = wlk__req(b, ri)->word;
+	/* A scope being made names its lead, made first; one being dropped
+	 * names the member its drop frees first (gen + 1 then). Nothing is
+	 * allocated before recovery, so the slot is still that member. */
+	if (op == WLK_INTENT_SCOPE_DROP || op == WLK_INTENT_SCOPE_NEW) {
+		if (WLK_WORD_GEN(w) == gen ||
+		    (op == WLK_INTENT_SCOPE_DROP && WLK_WORD_GEN(w) == gen + 1))
+			rc = wlk__scope_drop(b, ri, WLK_NIL, wake);
+	} else if (w == WLK_WORD(gen, WLK_SLOT_PENDING) ||
+		   w == WLK_WORD(gen, WLK_SLOT_HELD)) {
+		if (op == WLK_INTENT_STEAL)
+			rc = wlk__steal_apply(b, ri, &names, wake);
+		else if (op == WLK_INTENT_SCOPE_STEAL)
+			rc = wlk__scope_steal_apply(b, ri, &names, wake);
+		else if (op == WLK_INTENT_SCOPE_GRANT)
+			rc = wlk__scope_grant(b, ri, wake);
 	}
+done:
 	h->intent_op = WLK_INTENT_NONE;
 	return rc;
 }

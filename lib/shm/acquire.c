@@ -101,9 +101,14 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 						  l->pub.name_len),
 	};
 	uint64_t deadline = wlk__deadline_ns(o->timeout_ns);
-	struct wlk__lane *lane = wlk__lane_take(m);
+	struct wlk__scope_item items[WLK_SCOPE_MAX];
+	/* A scope's members are never a lane's: they are never fast. */
+	struct wlk__lane *lane = l->pub.scope ? NULL : wlk__lane_take(m);
 	struct wlk__watch watch;
 	int rc;
+
+	if (l->pub.scope)
+		wlk__shm_scope_items(m, l, items, &e);
 
 	/* A slot of our own, if a lane has one: no free-list traffic. */
 	e.own = lane ? lane->slot : WLK_NIL;
@@ -131,6 +136,8 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 	}
 	if (rc >= 0)
 		wlk__lane_fill(m);
+	if (rc == 0 && l->pub.scope)
+		wlk__shm_scope_members(l, items);
 	if (rc == 0)
 		wlk__watch_init(b, l, &wake, &watch);
 	wlk__unlock(b, &wake);
@@ -197,6 +204,8 @@ static int take_grant(struct wlk__shm_manager *m, struct wlk__shm_lock *l)
 	uint32_t ni;
 
 	l->pub.token = uatomic_read(&r->token);
+	if (l->pub.scope)
+		wlk__shm_scope_tokens(m->b, l);
 	if (wlk__word_load(&r->word) != WLK_WORD(l->gen, WLK_SLOT_FAST))
 		return 0;
 	ni = uatomic_read(&r->name);
@@ -246,7 +255,7 @@ int wlk__shm_acquire(struct wlk_manager *pub, struct wlk_lock *lpub,
 	int rc;
 
 	wlk__shm_lock_init(l);
-	rc = o->steal ? 0 : fast(m, l, o, &step);
+	rc = o->steal || lpub->scope ? 0 : fast(m, l, o, &step);
 	if (rc)
 		return rc;
 	if (step == WLK__STEP_HELD) {

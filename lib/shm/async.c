@@ -198,6 +198,8 @@ void wlk__shm_async_settle(struct wlk_manager *pub, struct wlk_async *r,
 	rc = wlk__after_wait(m, l->slot, l->gen, pending, why, false);
 	if (!rc)
 		l->pub.token = wlk__req(b, l->slot)->token;
+	if (!rc && l->pub.scope)
+		wlk__shm_scope_tokens(b, l);
 	r->status = rc;
 	r->settled = true;
 }
@@ -234,9 +236,12 @@ int wlk__shm_async_request(struct wlk_manager *pub, struct wlk_async *r,
 		.hash = wlk__name_hash(m->b, l->pub.name, l->pub.name_len),
 		.own = WLK_NIL,
 	};
+	struct wlk__scope_item items[WLK_SCOPE_MAX];
 	int rc;
 
 	wlk__shm_lock_init(l);
+	if (l->pub.scope)
+		wlk__shm_scope_items(m, l, items, &e);
 	rc = wlk__lock_until(m->b, &wake, r->deadline,
 			     r->sig ? &r->sig->reason : NULL);
 	if (rc == WLK_ETIMEDOUT ||
@@ -247,6 +252,8 @@ int wlk__shm_async_request(struct wlk_manager *pub, struct wlk_async *r,
 	if (rc)
 		return rc;
 	rc = wlk__request_reaping(m->b, &e, &wake, &l->slot, &l->gen);
+	if (rc == 0 && l->pub.scope)
+		wlk__shm_scope_members(l, items);
 	wlk__unlock(m->b, &wake);
 	if (rc == WLK__UNAVAILABLE)
 		return settled_at_once(m, r, 0); /* an if_available miss */

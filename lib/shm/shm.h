@@ -196,6 +196,16 @@ int wlk__release_slot(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 int wlk__after_wait(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 		    bool gave_up, int why, bool closing) WLK_INTERNAL;
 
+/* scope.c: a scope's handle and its members (layout.h, SCOPES). */
+void wlk__shm_scope_items(struct wlk__shm_manager *m,
+			  const struct wlk__shm_lock *l,
+			  struct wlk__scope_item *items,
+			  struct wlk__enqueue *e) WLK_INTERNAL;
+void wlk__shm_scope_members(struct wlk__shm_lock *l,
+			    const struct wlk__scope_item *items) WLK_INTERNAL;
+void wlk__shm_scope_tokens(struct wlk__bucket *b, struct wlk__shm_lock *l)
+	WLK_INTERNAL;
+
 /* acquire.c: the blocking request and the release. */
 int wlk__shm_acquire(struct wlk_manager *m, struct wlk_lock *l,
 		     const struct wlk_options *o, bool *held) WLK_INTERNAL;

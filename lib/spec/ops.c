@@ -10,12 +10,6 @@
 
 #include "spec.h"
 
-/* If-available test: grantable without waiting (spec 2.5 with an empty
- * queue requirement, since the request is not in the queue yet). */
-static bool available(const struct wlk_seg_name *n, enum wlk_mode mode)
-{
-	return n->q_head == WLK_NIL && wlk__head_grantable(n, (uint8_t)mode);
-}
 
 /* The name entry a request goes to, inflated (FAST PATH: its mutex-side
  * state is all of it then), or *@ni = WLK_NIL if there is none yet. */
@@ -39,7 +33,7 @@ static int find_name(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	int rc = lookup(b, e, ni);
 
 	if (rc || *ni == WLK_NIL || !e->if_available ||
-	    available(wlk__name(b, *ni), e->mode))
+	    wlk__name_available(b, wlk__name(b, *ni), e->mode))
 		return rc;
 	/* Refuse only for live holders: the caller reaps the dead ones
 	 * (reap.c) and asks again. */
@@ -63,7 +57,7 @@ static void request_fill(struct wlk__bucket *b, uint32_t ri, uint32_t ni,
 					 : 0)));
 	r->name = ni;
 	r->name_gen = WLK_WORD_GEN(wlk__name(b, ni)->word);
-	r->seq = ++wlk__name(b, ni)->seq;
+	r->seq = (uint32_t)++wlk__name(b, ni)->seq;
 	r->enq_ns = wlk__stamp_ns();
 	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
 					   WLK_SLOT_PENDING));
@@ -120,6 +114,8 @@ int wlk__request_lock(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	uint32_t ni = WLK_NIL, ri;
 	int rc;
 
+	if (e->n_items)
+		return wlk__request_scope(b, e, wake, slot, gen);
 	if (!wlk__client_live(b, e->client, e->client_gen))
 		return WLK_ESTATE;
 	rc = find_name(b, e, &ni);
@@ -175,6 +171,9 @@ static int drop(struct wlk__bucket *b, uint32_t ri, bool held, bool keep,
 	uint32_t ni;
 	int rc;
 
+	/* A scope goes as a whole, on every name (scope.c). */
+	if (wlk__req(b, ri)->flags & WLK_REQF_SCOPE)
+		return wlk__scope_drop(b, ri, WLK_NIL, wake);
 	n = wlk__name_of(b, wlk__req(b, ri), &ni);
 	if (!n)
 		return WLK_ECORRUPT;
@@ -240,6 +239,11 @@ int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 		w = wlk__req(b, ri)->word;
 	}
 	if (w == WLK_WORD(gen, WLK_SLOT_STOLEN)) {
+		if (wlk__req(b, ri)->flags & WLK_REQF_SCOPE) {
+			int rc = wlk__scope_drop(b, ri, WLK_NIL, wake);
+
+			return rc ? rc : WLK_ESTOLEN;
+		}
 		wlk__req_free(b, ri);
 		return WLK_ESTOLEN;
 	}
@@ -272,7 +276,13 @@ static int abort_queued(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
 		if (!r || !wlk__walk_ok(b, steps))
 			return wlk__corrupt(b);
 		next = r->next;
-		if (r->client == ci && r->client_gen == cgen) {
+		if (r->client == ci && r->client_gen == cgen &&
+		    (r->flags & WLK_REQF_SCOPE)) {
+			/* Its other names' queues run now; this one below. */
+			rc = wlk__scope_abort(b, i, ni, wake);
+			if (rc)
+				return rc;
+		} else if (r->client == ci && r->client_gen == cgen) {
 			wlk__wake_add(b, wake, i);
 			rc = wlk__dequeue(b, n, i);
 			if (rc)
@@ -416,6 +426,13 @@ void wlk__drop_client(struct wlk__bucket *b, uint32_t ci, bool dead,
 			continue;
 		if (state == WLK_SLOT_RESERVED || state == WLK_SLOT_FAST) {
 			if (drop_fast(b, ri, w, dead, wake))
+				damaged = true;
+			continue;
+		}
+		if (r->flags & WLK_REQF_SCOPE) {
+			/* The whole scope, on every name; its other
+			 * members are FREE when this walk comes to them. */
+			if (wlk__scope_abort(b, ri, WLK_NIL, wake))
 				damaged = true;
 			continue;
 		}

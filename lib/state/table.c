@@ -309,7 +309,9 @@ void wlk__req_init(struct wlk__bucket *b, uint32_t ri, uint32_t client,
 	r->client_gen = client_gen;
 	r->name = WLK_NIL;
 	r->name_gen = 0;
-	r->seq = r->token = 0;
+	r->seq = 0;
+	r->scope = WLK_NIL;
+	r->token = 0;
 	r->enq_ns = r->grant_ns = 0;
 	r->prev = r->next = WLK_NIL;
 }

@@ -27,7 +27,10 @@
 	X(recover_mid)          /* recovery: rebuilt, queues not processed */ \
 	X(fast_enlist_mid)      /* fast waiter claimed, WAIT not yet set */   \
 	X(fast_handoff_mid)     /* handed over, old claim not yet cleared */  \
-	X(query_frozen)         /* query: fast path frozen, mutex held */
+	X(query_frozen)         /* query: fast path frozen, mutex held */ \
+	X(scope_new_mid)        /* scope: a member queued, not all */        \
+	X(scope_grant_mid)      /* scope: a member granted, not all */       \
+	X(scope_drop_mid)       /* scope: a member freed, not all */
 
 enum wlk__failpoint_id {
 #define WLK__FP_ENUM(name) WLK_FP_##name,
