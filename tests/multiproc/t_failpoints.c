@@ -191,6 +191,7 @@ static int child_script(void *arg)
 	struct wlk_snapshot *snap = NULL;
 	struct wlk_signal *sig = NULL;
 	struct side t;
+	const struct wlk_name pq[] = {{"p", 1}, {"q", 1}};
 	size_t i;
 
 	T_CHILD_CHECK(setenv("WLK_FAILPOINT", r->point, 1) == 0, 10);
@@ -230,6 +231,11 @@ static int child_script(void *arg)
 	/* Release with the parent's waiter behind: release_after_ungrant. */
 	T_CHILD_CHECK(wlk_release(lx) == 0, 26);
 	T_CHILD_CHECK(say(&r->k, 'r') == 0, 27);
+
+	/* A scope, granted at once and released: scope_new_mid,
+	 * scope_grant_mid, scope_drop_mid. */
+	T_CHILD_CHECK(wlk_acquire_scope(m1, pq, 2, NULL, &l) == 0, 52);
+	T_CHILD_CHECK(wlk_release(l) == 0, 53);
 
 	/* Our two managers contend for "y". */
 	T_CHILD_CHECK(wlk_acquire(m1, "y", 1, NULL, &l) == 0, 28);
@@ -376,6 +382,9 @@ static char expected_stage(const char *point)
 		{ "fast_enlist_mid", 'r' },
 		{ "fast_handoff_mid", 'r' },
 		{ "query_frozen", 'x' },
+		{ "scope_new_mid", 'r' },
+		{ "scope_grant_mid", 'r' },
+		{ "scope_drop_mid", 'r' },
 	};
 	size_t i;
 
@@ -394,7 +403,7 @@ static char expected_stage(const char *point)
 static void sweep(const char *point)
 {
 	static const char *const names[] = { "x", "s", "y", "z",
-					      "d", "h", "k" };
+					      "d", "h", "k", "p", "q" };
 	struct wlk_manager_options fresh = { .bucket = FRESH };
 	struct wlk_manager *m, *m2, *mf;
 	struct wlk_lock *ps1 = NULL, *ps2 = NULL;
