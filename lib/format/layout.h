@@ -260,7 +260,8 @@ enum wlk_intent_op {
  * SCOPES (spec/scope.c). A request for a set of names (the early draft's
  * lock scope) is one request slot per name, its members, each in its own
  * name's queue or held set like any request, with WLK_REQF_SCOPE set and
- * linked into a ring by @scope (a single-name request has WLK_NIL). The
+ * linked into a ring by @scope (a single-name request has WLK_NIL) of
+ * @scope_n members. The
  * member of the first name in byte order is the lead: its word is what
  * the requester waits on, its index and gen name the scope. Members are
  * made, granted, stolen and freed together, under the mutex and an intent
@@ -454,7 +455,7 @@ struct wlk_seg_request {
 	uint8_t mode;        /* [M] enum wlk_mode */
 	uint8_t flags;       /* [M] WLK_REQF_* */
 	uint8_t sleeping;    /* [A] its waiter is (about to be) in the kernel */
-	uint8_t pad0;
+	uint8_t scope_n;     /* [M] members of its scope (SCOPES), or 0 */
 	uint32_t client;     /* [M] requesting client */
 	uint32_t client_gen; /* [M] */
 	uint32_t name;       /* [M] name entry */

@@ -151,6 +151,49 @@ static bool token_ok(struct wlk__bucket *b, const struct wlk_seg_request *r)
 }
 
 /*
+ * The ring of scope lead @li (layout.h, SCOPES): every member a live scope
+ * member of the same client, mode and state as the lead, on a name of its
+ * own, and no other lead; the ring closes within WLK_SCOPE_MEMBERS_MAX.
+ * Return: how many members it has (0 if it does not close).
+ */
+static uint32_t check_scope(struct wlk__vctx *v, uint32_t li)
+{
+	struct wlk__bucket *b = v->b;
+	const struct wlk_seg_request *lead = wlk__req(b, li);
+	uint32_t names[WLK_SCOPE_MEMBERS_MAX], n = 0, i = li;
+
+	do {
+		const struct wlk_seg_request *r = wlk__req(b, i);
+		uint32_t next = uatomic_read(&r->scope);
+
+		if (!(r->flags & WLK_REQF_SCOPE) ||
+		    WLK_WORD_STATE(r->word) != WLK_WORD_STATE(lead->word) ||
+		    r->client != lead->client ||
+		    r->client_gen != lead->client_gen ||
+		    r->mode != lead->mode ||
+		    (i != li && (r->flags & WLK_REQF_LEAD)))
+			wlk__bad(v, "scope of request %u: member %u differs",
+				 li, i);
+		for (uint32_t j = 0; j < n; j++)
+			if (names[j] == r->name)
+				wlk__bad(v, "scope of request %u: name %u twice",
+					 li, r->name);
+		names[n++] = r->name;
+		if (next >= b->geo.max_requests || n == WLK_SCOPE_MEMBERS_MAX) {
+			if (next != li)
+				wlk__bad(v, "scope of request %u: its ring "
+					    "does not close", li);
+			return next == li ? n : 0;
+		}
+		i = next;
+	} while (i != li);
+	if (n < 2 || n != lead->scope_n)
+		wlk__bad(v, "scope of request %u: %u members, %u counted", li,
+			 n, lead->scope_n);
+	return n;
+}
+
+/*
  * wlk__check_requests() - the request table: states, modes, clients,
  * tokens, count and free list; and each request listed where its state
  * says (after wlk__check_names(), which marks the listed ones).
@@ -158,7 +201,7 @@ static bool token_ok(struct wlk__bucket *b, const struct wlk_seg_request *r)
 void wlk__check_requests(struct wlk__vctx *v)
 {
 	struct wlk__bucket *b = v->b;
-	uint32_t used = 0;
+	uint32_t used = 0, members = 0, ringed = 0;
 
 	for (uint32_t i = 0; i < b->geo.max_requests; i++) {
 		struct wlk_seg_request *r = wlk__req(b, i);
@@ -167,6 +210,11 @@ void wlk__check_requests(struct wlk__vctx *v)
 		if (s == WLK_SLOT_FREE)
 			continue;
 		used++;
+		if (r->flags & WLK_REQF_SCOPE) {
+			members++;
+			if (r->flags & WLK_REQF_LEAD)
+				ringed += check_scope(v, i);
+		}
 		if (s < WLK_SLOT_PENDING || s > WLK_SLOT_FAST) {
 			wlk__bad(v, "request %u: state %u", i, s);
 			continue;
@@ -188,6 +236,9 @@ void wlk__check_requests(struct wlk__vctx *v)
 			wlk__bad(v, "request %u: token %llu", i,
 				 (unsigned long long)r->token);
 	}
+	if (members != ringed)
+		wlk__bad(v, "%u scope members, %u in a lead's ring", members,
+			 ringed);
 	if (used != b->hdr->n_requests)
 		wlk__bad(v, "n_requests %u, %u requests in use",
 			 b->hdr->n_requests, used);

@@ -108,6 +108,38 @@ static bool request_sane(struct wlk__bucket *b, struct wlk_seg_request *r,
 			WLK_WORD(r->name_gen, WLK_SLOT_USED));
 }
 
+/*
+ * Whether the scope of member @ri holds together (layout.h, SCOPES): its
+ * ring closes after its count of members, every one of them sane, live
+ * (pending, held or stolen: a mix is a grant or steal in progress, which
+ * the intent record's redo finishes) and of one client, one the lead. A
+ * scope that does not is dropped whole: each member, looked at in turn,
+ * finds the same fault, or a member freed before it.
+ */
+static bool scope_sane(struct wlk__bucket *b, uint32_t ri)
+{
+	const struct wlk_seg_request *first = wlk__req(b, ri);
+	uint32_t i = ri, n = 0, leads = 0;
+
+	do {
+		struct wlk_seg_request *r = wlk__req_at(b, i);
+		uint32_t state;
+
+		if (!r || n == first->scope_n)
+			return false;
+		state = WLK_WORD_STATE(r->word);
+		if (!(r->flags & WLK_REQF_SCOPE) || state < WLK_SLOT_PENDING ||
+		    state > WLK_SLOT_STOLEN || r->client != first->client ||
+		    r->client_gen != first->client_gen ||
+		    !request_sane(b, r, state, r->name))
+			return false;
+		leads += (r->flags & WLK_REQF_LEAD) != 0;
+		n++;
+		i = r->scope;
+	} while (i != ri);
+	return n == first->scope_n && leads == 1;
+}
+
 /* Insert a pending request into its queue, keeping request order. */
 static void queue_insert(struct wlk__bucket *b, struct wlk_seg_name *n,
 			 uint32_t ri)
@@ -179,7 +211,8 @@ static void rebuild_requests(struct wlk__bucket *b)
 		uint32_t state = WLK_WORD_STATE(word);
 
 		if (state != WLK_SLOT_FREE &&
-		    !request_sane(b, r, state, name)) {
+		    (!request_sane(b, r, state, name) ||
+		     ((r->flags & WLK_REQF_SCOPE) && !scope_sane(b, i)))) {
 			r->word = WLK_WORD(WLK_WORD_GEN(word) + 1,
 					   WLK_SLOT_FREE);
 			state = WLK_SLOT_FREE;

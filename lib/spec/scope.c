@@ -56,7 +56,7 @@ int wlk__scope_members(struct wlk__bucket *b, uint32_t ri, uint32_t *out)
 		out[n++] = i;
 		i = r->scope;
 	} while (i != ri);
-	return (int)n;
+	return n == first->scope_n ? (int)n : wlk__corrupt(b);
 }
 
 /* The lead among members @m[0..k): the one its requester waits on. */

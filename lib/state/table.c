@@ -311,6 +311,7 @@ void wlk__req_init(struct wlk__bucket *b, uint32_t ri, uint32_t client,
 	r->name_gen = 0;
 	r->seq = 0;
 	r->scope = WLK_NIL;
+	r->scope_n = 0;
 	r->token = 0;
 	r->enq_ns = r->grant_ns = 0;
 	r->prev = r->next = WLK_NIL;

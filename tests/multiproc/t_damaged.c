@@ -235,3 +235,56 @@ Test(damaged, queue_with_a_tail_and_no_head_is_corrupt, T_FIX, .timeout = 20)
 	T_ASSERT_RC(wlk_release(l), 0);
 	munmap(seg, size);
 }
+
+/* The request slots of a scope's members, found by their flag. */
+static size_t scope_members(uint8_t *seg, struct wlk_seg_request **out,
+			    size_t max)
+{
+	const struct wlk_seg_header *h = (const struct wlk_seg_header *)seg;
+	struct wlk_seg_request *r =
+		(struct wlk_seg_request *)(seg + h->off_requests);
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < h->max_requests && n < max; i++)
+		if (WLK_WORD_STATE(r[i].word) != WLK_SLOT_FREE &&
+		    (r[i].flags & WLK_REQF_SCOPE))
+			out[n++] = &r[i];
+	return n;
+}
+
+/*
+ * A scope whose ring is broken (a member's link points at itself): the
+ * validator says so, an operation on it reports corruption instead of
+ * walking the ring, and the repair drops the scope whole, never a part.
+ */
+Test(damaged, a_broken_scope_ring_is_dropped_whole, T_FIX, .timeout = 20)
+{
+	struct wlk_name abc[] = {{"a", 1}, {"b", 1}, {"c", 1}};
+	struct wlk_manager *m = t_open(), *m2 = t_open();
+	struct wlk_seg_request *r[3];
+	struct wlk_lock *l = NULL, *l2 = NULL;
+	size_t size;
+	uint8_t *seg;
+	int broken = -1;
+
+	T_ASSERT_RC(wlk_acquire_scope(m, abc, 3, NULL, &l), 0);
+	seg = t_segment_map(&size);
+	cr_assert_eq(scope_members(seg, r, 3), 3);
+	for (int i = 0; i < 3 && broken < 0; i++)
+		if (!(r[i]->flags & WLK_REQF_LEAD))
+			broken = i;
+	r[broken]->scope = (uint32_t)((uint8_t *)r[broken] -
+		(seg + ((struct wlk_seg_header *)seg)->off_requests)) /
+		sizeof(struct wlk_seg_request);
+	cr_assert_neq(wlk_manager_validate(m, NULL, NULL), 0,
+		      "the validator missed the broken ring");
+	T_ASSERT_RC(wlk_release(l), WLK_ECORRUPT);
+	/* The next locker repairs: nothing of the scope is left. */
+	for (int i = 0; i < 3; i++) {
+		T_ASSERT_RC(wlk_acquire(m2, abc[i].name, 1, NULL, &l2), 0);
+		T_ASSERT_RC(wlk_release(l2), 0);
+	}
+	cr_assert_eq(t_held_n(m2, NULL, 0), 0);
+	t_assert_valid(m2, NULL);
+	munmap(seg, size);
+}
