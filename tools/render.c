@@ -203,7 +203,15 @@ static void json_req_common(struct json *j,
 {
 	const struct wlk_inspect_agent *a = req_agent(s, q);
 
+	uint64_t scope = s->scopes[q - s->requests];
+
 	json_u64(j, "slot", q->slot);
+	/* A scope's member: its first name's slot, the same under each of
+	 * its names (weblocks.h, SCOPES); null for a single name. */
+	if (scope)
+		json_u64(j, "scope", (scope & UINT32_MAX) - 1);
+	else
+		json_null(j, "scope");
 	json_str(j, "mode", mode_name(q->mode));
 	if (q->client >= 0) {
 		json_str(j, "client_id", q->client_id);

@@ -135,6 +135,24 @@ static void text_agents(FILE *f, const struct wlk_inspect_snapshot *s)
 	}
 }
 
+/*
+ * A scope's member: ", scope @S of N names", S its first name's request
+ * slot, the same under each of its names (weblocks.h, SCOPES).
+ */
+static void put_scope(FILE *f, const struct wlk_inspect_snapshot *s,
+		      const struct wlk_inspect_request *q)
+{
+	uint64_t id = s->scopes[q - s->requests];
+	size_t n = 0;
+
+	if (!id)
+		return;
+	for (size_t i = 0; i < s->n_requests; i++)
+		n += s->scopes[i] == id;
+	fprintf(f, ", scope @%" PRIu32 " of %zu names",
+		(uint32_t)(id & UINT32_MAX) - 1, n);
+}
+
 static void text_request(FILE *f, const struct wlk_inspect_snapshot *s,
 			 const struct wlk_inspect_request *q)
 {
@@ -149,6 +167,7 @@ static void text_request(FILE *f, const struct wlk_inspect_snapshot *s,
 			 q->state == WLK_REQ_HELD ? "held" : "stolen");
 	fprintf(f, "    %-10s %-9s ", state, mode_name(q->mode));
 	put_owner(f, s, q);
+	put_scope(f, s, q);
 	if (q->state == WLK_REQ_PENDING) {
 		fputs(", waited ", f);
 		put_dur(f, now, q->requested_ns);
