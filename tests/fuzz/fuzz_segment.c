@@ -118,6 +118,8 @@ static const char N_QUEUED[] = "a\n\xff"; /* held, two waiters queued */
 static const char N_SHARED[] = "b";       /* held shared twice */
 static const char N_STOLEN[] = "c";       /* stolen, not yet released */
 static const char N_IDLE[] = "idle";      /* released: an idle entry */
+/* A scope (weblocks.h, SCOPES) held on "b" (shared) and "s". */
+static const struct wlk_name N_SCOPE[] = {{"s", 1}, {"b", 1}};
 static const char N_FAST[] = "fast";      /* held through the fast word */
 
 static void fail(const char *what)
@@ -207,7 +209,7 @@ static void make_seed(void)
 	struct wlk_manager_options o = mo;
 	struct wlk_inspect *in = NULL;
 	struct wlk_manager *m[3];
-	struct wlk_lock *l[6];
+	struct wlk_lock *l[7];
 	struct waiter w[2];
 	int fd;
 
@@ -224,6 +226,8 @@ static void make_seed(void)
 	take(m[2], N_STOLEN, NULL, &l[3]);
 	take(m[0], N_STOLEN, &steal, &l[4]);
 	take(m[2], N_FAST, NULL, &l[5]);
+	if (wlk_acquire_scope(m[1], N_SCOPE, 2, &sh, &l[6]) || !l[6])
+		fail("wlk_acquire_scope");
 	queue_up(&w[0], m[1], WLK_EXCLUSIVE, 0);
 	queue_up(&w[1], m[2], WLK_SHARED, 1);
 	if (wlk_inspect_open(origin, &mo, 0, &in) ||
@@ -245,7 +249,7 @@ static void make_seed(void)
 	close(fd);
 	wlk_inspect_snapshot_free(s);
 	wlk_inspect_close(in);
-	for (int i = 5; i >= 0; i--)
+	for (int i = 6; i >= 0; i--)
 		wlk_release(l[i]);
 	for (int i = 0; i < 2; i++)
 		pthread_join(w[i].th, NULL);
@@ -434,6 +438,27 @@ static void query(struct wlk_manager *m)
 	wlk_snapshot_free(q);
 }
 
+/* Scopes that never wait: if_available both ways, and a steal. */
+static void scopes(struct wlk_manager *m)
+{
+	static const struct wlk_name sb[] = {{"s", 1}, {"b", 1}, {"new", 3}};
+	static const struct wlk_options o[] = {
+		{.size = sizeof(o[0]), .if_available = true},
+		{.size = sizeof(o[0]), .mode = WLK_SHARED, .if_available = true},
+		{.size = sizeof(o[0]), .steal = true},
+	};
+
+	for (size_t i = 0; i < sizeof(o) / sizeof(o[0]); i++) {
+		struct wlk_lock *l = NULL;
+		int rc = wlk_acquire_scope(m, sb, 3, &o[i], &l);
+
+		fprintf(sink, "scope %zu: %d\n", i, rc);
+		if (!rc && l)
+			fprintf(sink, "release scope %zu: %d\n", i,
+				wlk_release(l));
+	}
+}
+
 /* Requests that never wait for another holder (see top), then releases. */
 static void requests(struct wlk_manager *m)
 {
@@ -466,6 +491,7 @@ static void requests(struct wlk_manager *m)
 		if (rc)
 			l[i] = NULL;
 	}
+	scopes(m);
 	for (size_t i = n; i-- > 0;) {
 		bool stolen;
 		uint64_t token;
