@@ -3,11 +3,14 @@
  * torture.c - processes take random locks while a killer SIGKILLs them.
  *
  * usage: torture [-p PROCS] [-n NAMES] [-k KILLS] [-t SECONDS] [-s SEED]
+ *                [-S PERCENT]
  *
  * PROCS workers loop: pick a name and a mode, request it (sometimes with a
  * timeout or if_available), and inside the critical section record in a
  * shared arena that they hold it, then check that no other live worker
  * holds that name exclusively, or at all when they hold it exclusively.
+ * PERCENT of the requests (default 20) are scopes of two or three names
+ * (weblocks.h, SCOPES), held and checked on every name at once.
  * The parent SIGKILLs a random worker every 0-2 ms and starts a new one,
  * until KILLS kills or SECONDS seconds. Then the workers are stopped and
  * must all finish (a worker still blocked is a stuck waiter), and the
@@ -41,12 +44,13 @@
 enum { FREE = 0, EXCL = 1, SHARED = 2 };
 
 /*
- * What a worker holds, in one word so that a checker reads name and mode
+ * What a worker holds, in one word so that a checker reads names and mode
  * together: a worker that leaves its critical section and enters the next
- * one between two separate loads would pair its old name with its new mode.
+ * one between two separate loads would pair its old names with its new
+ * mode. The names are a bit mask (a scope holds several).
  */
-#define HOLD(name, mode) (((name) + 1) << 2 | (mode))
-#define HOLD_NAME(h) (((h) >> 2) - 1)
+#define HOLD(mask, mode) ((mask) << 2 | (mode))
+#define HOLD_MASK(h) ((h) >> 2)
 #define HOLD_MODE(h) ((h) & 3)
 
 struct slot {
@@ -65,14 +69,14 @@ struct arena {
 };
 
 static struct arena *ar;
-static int procs = 6, names = 3;
+static int procs = 6, names = 3, scope_pct = 20;
 static char origin[64];
 
-static void violation(int me, int name, const char *what)
+static void violation(int me, int mask, const char *what)
 {
 	atomic_fetch_add(&ar->violations, 1);
 	snprintf(ar->last_violation, sizeof(ar->last_violation),
-		 "worker %d, name %d: %s", me, name, what);
+		 "worker %d, names %#x: %s", me, mask, what);
 }
 
 /*
@@ -83,38 +87,39 @@ static void violation(int me, int name, const char *what)
  * between the two loads paired a dead worker's holding with its
  * successor's clear mark, about once in 40,000 kills).
  */
-static void check(int me, int name, int mode)
+static void check(int me, int mask, int mode)
 {
 	for (int i = 0; i < procs; i++) {
 		int dying = atomic_load(&ar->slot[i].dying);
 		int held = atomic_load(&ar->slot[i].held), other_mode;
 
-		if (i == me || dying || !held || HOLD_NAME(held) != name)
+		if (i == me || dying || !held || !(HOLD_MASK(held) & mask))
 			continue;
 		other_mode = HOLD_MODE(held);
 		if (mode == EXCL)
-			violation(me, name, "another holder beside exclusive");
+			violation(me, mask, "another holder beside exclusive");
 		else if (other_mode == EXCL)
-			violation(me, name, "shared beside an exclusive holder");
+			violation(me, mask, "shared beside an exclusive holder");
 	}
 }
 
 static int critical(struct wlk_lock *lock, void *arg)
 {
-	int me = (int)(intptr_t)arg, name, mode;
+	int me = (int)(intptr_t)arg, mask = 0, mode;
 
 	if (!lock) { /* if_available found it taken */
 		atomic_fetch_add(&ar->misses, 1);
 		return 0;
 	}
-	name = wlk_lock_name(lock, NULL)[0] - 'a';
+	for (size_t i = 0; i < wlk_lock_scope_count(lock); i++)
+		mask |= 1 << (wlk_lock_scope_name(lock, i, NULL)[0] - 'a');
 	mode = wlk_lock_mode(lock) == WLK_SHARED ? SHARED : EXCL;
 
-	atomic_store(&ar->slot[me].held, HOLD(name, mode));
-	check(me, name, mode);
+	atomic_store(&ar->slot[me].held, HOLD(mask, mode));
+	check(me, mask, mode);
 	for (volatile int spin = 0; spin < 2000; spin++)
 		;
-	check(me, name, mode);
+	check(me, mask, mode);
 	atomic_store(&ar->slot[me].held, 0);
 	atomic_fetch_add(&ar->grants, 1);
 	return 0;
@@ -128,17 +133,30 @@ static void worker(int me, unsigned int seed)
 	if (rc)
 		_exit(10);
 	while (!atomic_load(&ar->stop)) {
-		char name[2] = {(char)('a' + rand_r(&seed) % names), 0};
+		char name[3][2] = {{0}};
+		struct wlk_name scope[3];
 		struct wlk_options o = {0};
 		int dice = (int)(rand_r(&seed) % 16);
+		int n = names > 1 && (int)(rand_r(&seed) % 100) < scope_pct
+				? 2 + (int)(rand_r(&seed) % 2)
+				: 1;
 
+		/* Names may repeat: a scope's duplicates collapse. */
+		for (int i = 0; i < n; i++) {
+			name[i][0] = (char)('a' + rand_r(&seed) % names);
+			scope[i] = (struct wlk_name){name[i], 1};
+		}
 		o.mode = dice < 5 ? WLK_SHARED : WLK_EXCLUSIVE;
 		if (dice == 14)
 			o.if_available = true;
 		if (dice == 15)
 			o.timeout_ns = TIMEOUT_NS;
-		rc = wlk_request(m, name, 1, &o, critical,
-				 (void *)(intptr_t)me);
+		if (n > 1)
+			rc = wlk_request_scope(m, scope, (size_t)n, &o,
+					       critical, (void *)(intptr_t)me);
+		else
+			rc = wlk_request(m, name[0], 1, &o, critical,
+					 (void *)(intptr_t)me);
 		if (rc == WLK_ETIMEDOUT)
 			atomic_fetch_add(&ar->timeouts, 1);
 		else if (rc)
@@ -170,20 +188,23 @@ int main(int argc, char **argv)
 	uint64_t start, end, last_progress;
 	int opt, stuck, invalid;
 
-	while ((opt = getopt(argc, argv, "p:n:k:t:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:n:k:t:s:S:")) != -1) {
 		switch (opt) {
 		case 'p': procs = atoi(optarg); break;
 		case 'n': names = atoi(optarg); break;
 		case 'k': kills_target = atol(optarg); break;
 		case 't': seconds = atof(optarg); break;
 		case 's': seed = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'S': scope_pct = atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: torture [-p PROCS] [-n NAMES] "
-					"[-k KILLS] [-t SECONDS] [-s SEED]\n");
+					"[-k KILLS] [-t SECONDS] [-s SEED] "
+					"[-S PERCENT]\n");
 			return 2;
 		}
 	}
-	if (procs < 2 || procs > MAX_PROCS || names < 1 || names > MAX_NAMES)
+	if (procs < 2 || procs > MAX_PROCS || names < 1 || names > MAX_NAMES ||
+	    scope_pct < 0 || scope_pct > 100)
 		return 2;
 	ar = mmap(NULL, sizeof(*ar), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -191,8 +212,9 @@ int main(int argc, char **argv)
 		return 1;
 	snprintf(origin, sizeof(origin), "https://torture-%d.test",
 		 (int)getpid());
-	printf("torture: procs=%d names=%d seed=%u kills>=%ld within %.0fs\n",
-	       procs, names, seed, kills_target, seconds);
+	printf("torture: procs=%d names=%d scopes=%d%% seed=%u kills>=%ld "
+	       "within %.0fs\n",
+	       procs, names, scope_pct, seed, kills_target, seconds);
 	for (int i = 0; i < procs; i++)
 		pid[i] = spawn(i, seed + (unsigned int)i);
 	start = last_progress = procs_now_ns();

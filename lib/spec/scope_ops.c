@@ -114,7 +114,8 @@ static int admit(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	if (!rc)
 		rc = make_room(b, e->n_items, missing);
 	for (uint32_t i = 0; i < e->n_items && !rc; i++)
-		if (e->detect && !e->steal && ni[i] != WLK_NIL)
+		if (e->detect && !e->steal && !e->if_available &&
+		    ni[i] != WLK_NIL)
 			rc = wlk__would_deadlock(b, e, ni[i]);
 	return rc;
 }

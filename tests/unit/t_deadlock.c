@@ -7,9 +7,7 @@
  */
 #include <string.h>
 
-#include "../common.h"
-
-static const struct wlk_options sh = {.mode = WLK_SHARED};
+#include "../scope_common.h"
 
 /* A holder thread's request is granted; it lets go and is joined. */
 static void holder_done(struct t_holder *w)
@@ -170,4 +168,47 @@ Test(deadlock, a_request_queued_ahead_is_waited_for, T_FIX, .timeout = 30)
 	holder_done(&wd);
 	holder_done(&wb);
 	T_ASSERT_RC(wlk_release(lb), 0);
+}
+
+/* A scope closes a cycle through any of its names, and a waiting scope's
+ * members are edges of the graph like any request (weblocks.h, SCOPES). */
+Test(deadlock, scopes_are_in_the_graph_on_every_name, T_FIX, .timeout = 30)
+{
+	struct wlk_manager *a = detecting("a"), *b = detecting("b");
+	struct wlk_name xz[] = {{"x", 1}, {"z", 1}}, yw[] = {{"y", 1},
+							   {"w", 1}};
+	struct wlk_lock *la = NULL, *lb = NULL, *l = (struct wlk_lock *)&l;
+	struct t_holder w;
+
+	T_ASSERT_RC(wlk_acquire(a, "x", 1, NULL, &la), 0);
+	T_ASSERT_RC(wlk_acquire(b, "y", 1, NULL, &lb), 0);
+	t_holder_start(&w, a, "y", 1, NULL); /* a waits for b */
+	cr_assert(t_wait_pending(a, "y", 1, 1));
+	/* b asks for x (and z) in one scope: the cycle is through x. */
+	T_ASSERT_RC(wlk_acquire_scope(b, xz, 2, NULL, &l), WLK_EDEADLK);
+	cr_assert_eq(l, (struct wlk_lock *)&l, "*out written on error");
+	cr_assert_eq(t_pending_n(a, NULL, 0), 1, "the refused scope queued");
+	cr_assert_eq(t_held_n(a, "z", 1), 0, "part of the refused scope held");
+	T_ASSERT_RC(wlk_release(lb), 0);
+	holder_done(&w);
+	T_ASSERT_RC(wlk_release(la), 0);
+
+	/* Now a waits as a scope: a holds x and waits for {y, w}, y held by
+	 * b; b asking for x closes the cycle through the scope's member. */
+	T_ASSERT_RC(wlk_acquire(a, "x", 1, NULL, &la), 0);
+	T_ASSERT_RC(wlk_acquire(b, "y", 1, NULL, &lb), 0);
+	{
+		struct rec r = {0};
+
+		T_ASSERT_RC(wlk_request_scope_async(a, yw, 2, NULL, rec_done,
+						    &r, NULL),
+			    0);
+		cr_assert(t_wait_pending(a, "w", 1, 1));
+		T_ASSERT_RC(wlk_acquire(b, "x", 1, NULL, &l), WLK_EDEADLK);
+		T_ASSERT_RC(wlk_release(lb), 0);
+		cr_assert(t_pump(a, &r.calls, 1, T_WAIT_MS));
+		T_ASSERT_RC(r.status, 0);
+		T_ASSERT_RC(wlk_release(r.lock), 0);
+	}
+	T_ASSERT_RC(wlk_release(la), 0);
 }
