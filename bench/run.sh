@@ -30,7 +30,7 @@ case ${BENCH_QUICK:-0} in
 *) q=-q ;;
 esac
 all="uncontended handoff failover throughput scale_names scale_segment
-	scale_queue scale_shared scale_agents"
+	scale_queue scale_shared scale_agents scopes"
 progs=${BENCH_ONLY:-$all}
 
 setup() {

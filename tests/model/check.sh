@@ -10,6 +10,8 @@
 # with a change the copy may have missed while it runs. MODEL_NP=3
 # searches 3 processes (no query) with bitstate hashing and a bounded
 # depth instead (minutes, about 1 GiB; a partial search).
+# And the scope grant rule (scope.pml): every state of 4 requests for any
+# scope of 2 names in either mode (about 11 million states, 20 s).
 # Skipped (exit 77) when spin(1) is not installed.
 set -eu
 
@@ -64,6 +66,8 @@ search() {
 nw=${MODEL_NW:-3}
 model=broadcast.pml
 search "grant broadcast, $nw waiters" -DNW="$nw"
+model=scope.pml
+search "scope grant rule, 4 requests on 2 names"
 model=fastpath.pml
 
 search "$np processes" -DNP="$np" -DQN=0
