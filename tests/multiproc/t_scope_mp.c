@@ -261,3 +261,65 @@ Test(scope_mp, scopes_in_opposite_orders_never_deadlock, T_FIX,
 	t_assert_valid(m, NULL);
 	t_shared_free(t, sizeof(*t));
 }
+
+/* Child: steal the scope {a, b} with a fail point armed in the steal. */
+static int child_steal_dies(void *arg)
+{
+	struct kid *k = arg;
+	struct wlk_manager *m = NULL;
+	struct wlk_lock *l = NULL;
+	const struct wlk_options steal = {.steal = true};
+
+	T_CHILD_CHECK(setenv("WLK_FAILPOINT", k->point, 1) == 0, 10);
+	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 11);
+	T_CHILD_CHECK(wlk_acquire_scope(m, ab, 2, &steal, &l) == 0, 12);
+	return 13; /* the fail point was not reached */
+}
+
+/* A stealer that dies halfway through stealing a scope leaves the steal
+ * done on every name (redone from the intent record), the victims all
+ * stolen whole, and, being dead, nothing of its own. */
+static void steal_dies(const char *point)
+{
+	struct wlk_manager *m = t_open(), *m2 = t_open();
+	struct wlk_name bc[] = {N("b"), N("c")};
+	struct wlk_options ia = {.if_available = true};
+	struct wlk_lock *la = NULL, *lbc = NULL, *l = NULL;
+	struct kid k = {.point = point};
+	pid_t pid;
+
+#ifndef WLK_ENABLE_FAILPOINTS
+	cr_skip_test("fail points are not compiled in (--enable-failpoints)");
+#endif
+	T_ASSERT_RC(wlk_acquire(m, "a", 1, NULL, &la), 0);
+	T_ASSERT_RC(wlk_acquire_scope(m2, bc, 2, NULL, &lbc), 0);
+	kid_open(&k);
+	pid = t_fork(child_steal_dies, &k);
+	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL,
+		     "%s: the child did not die in the steal", point);
+	/* The next locker repairs and reaps. */
+	T_ASSERT_RC(wlk_acquire(m2, "c", 1, &ia, &l), 0);
+	cr_assert(wlk_lock_stolen(la), "%s: \"a\" not stolen", point);
+	cr_assert(wlk_lock_stolen(lbc), "%s: the scope not stolen", point);
+	cr_assert_not_null(l, "%s: \"c\" kept by a stolen scope", point);
+	T_ASSERT_RC(wlk_release(l), 0);
+	cr_assert_eq(t_entries_of(m, pid), 0, "%s: the dead stealer remains",
+		     point);
+	T_ASSERT_RC(wlk_release(la), WLK_ESTOLEN);
+	T_ASSERT_RC(wlk_release(lbc), WLK_ESTOLEN);
+	cr_assert_eq(t_held_n(m, NULL, 0) + t_pending_n(m, NULL, 0), 0);
+	t_assert_valid(m, NULL);
+	kid_close(&k);
+}
+
+Test(scope_mp, a_stealer_dying_after_its_intent_steals_everything, T_FIX,
+     .timeout = 30)
+{
+	steal_dies("steal_after_intent");
+}
+
+Test(scope_mp, a_stealer_dying_halfway_steals_everything, T_FIX,
+     .timeout = 30)
+{
+	steal_dies("steal_mid");
+}
