@@ -45,18 +45,22 @@ int wlk__scope_members(struct wlk__bucket *b, uint32_t ri, uint32_t *out)
 	uint32_t i = ri, n = 0;
 
 	if (!first || !(first->flags & WLK_REQF_SCOPE))
-		return wlk__corrupt(b);
+		goto bad;
 	do {
 		const struct wlk_seg_request *r = wlk__req_at(b, i);
 
 		if (!r || n == WLK_SCOPE_MEMBERS_MAX ||
 		    !(r->flags & WLK_REQF_SCOPE) || r->client != first->client ||
 		    r->client_gen != first->client_gen)
-			return wlk__corrupt(b);
+			goto bad;
 		out[n++] = i;
 		i = r->scope;
 	} while (i != ri);
-	return n == first->scope_n ? (int)n : wlk__corrupt(b);
+	if (n == first->scope_n)
+		return (int)n;
+bad:
+	(void)wlk__corrupt(b);
+	return WLK_ECORRUPT;
 }
 
 /* The lead among members @m[0..k): the one its requester waits on. */
@@ -255,6 +259,8 @@ int wlk__scope_steal_holder(struct wlk__bucket *b, uint32_t hi,
 	uint32_t m[WLK_SCOPE_MEMBERS_MAX];
 	int k = wlk__scope_members(b, hi, m);
 
+	if (k <= 0)
+		return k < 0 ? k : wlk__corrupt(b);
 	/* m[0] is @hi: from the one after it round to it. */
 	for (int j = 1; j <= k; j++) {
 		uint32_t i = m[j % k], ni;
@@ -276,9 +282,9 @@ int wlk__scope_steal_holder(struct wlk__bucket *b, uint32_t hi,
 			wlk__names_add(names, ni);
 		WLK_FAILPOINT(steal_mid);
 	}
-	if (k > 0) /* its holder watches its lead */
-		wlk__wake_add(b, wake, wlk__scope_lead(b, m, k));
-	return k < 0 ? k : 0;
+	/* Its holder watches its lead. */
+	wlk__wake_add(b, wake, wlk__scope_lead(b, m, k));
+	return 0;
 }
 
 /*
