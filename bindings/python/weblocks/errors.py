@@ -9,7 +9,7 @@ standing for bad arguments also derive from the built-in ``TypeError`` or
 from __future__ import annotations
 
 import builtins
-import os
+import errno as _errno
 from typing import Dict, Optional, Type
 
 from . import _lib
@@ -126,7 +126,7 @@ def from_code(code: int, what: str = "") -> WebLocksError:
         msg = f"{what}: {msg}"
     cls = _BY_CODE.get(code)
     if cls is None:
-        if -code in os.errorcode:
-            msg += f" ({os.errorcode[-code]})"
+        if -code in _errno.errorcode:
+            msg += f" ({_errno.errorcode[-code]})"
         cls = WebLocksOSError
     return cls(msg, code)

@@ -320,6 +320,10 @@ class LockManager:
         detect_deadlocks: refuse a request that would close a cycle of
             managers waiting for each other with DeadlockError (an
             extension; off by default as in the spec).
+        max_names, max_requests, max_name_len: the capacities of the
+            bucket's tables (0: the library's defaults, 1024 names, 4096
+            requests, names of 1024 bytes); used only by the process that
+            creates the bucket's segment.
 
     A manager is a context manager: leaving the block closes it. Closing
     releases its locks and drops its queued requests; it is also what
@@ -328,7 +332,8 @@ class LockManager:
 
     def __init__(self, origin: str, bucket: str = "default",
                  partition: str = "", *, client_id: Optional[str] = None,
-                 detect_deadlocks: bool = False) -> None:
+                 detect_deadlocks: bool = False, max_names: int = 0,
+                 max_requests: int = 0, max_name_len: int = 0) -> None:
         self._m: Optional[int] = None
         self._fd = -1
         self._loops: Dict[asyncio.AbstractEventLoop, int] = {}
@@ -336,6 +341,14 @@ class LockManager:
         o = _manager_options(bucket, partition)
         o.client_id = _encode_id("client_id", client_id)
         o.detect_deadlocks = bool(detect_deadlocks)
+        for field, value in (("max_names", max_names),
+                             ("max_requests", max_requests),
+                             ("max_name_len", max_name_len)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise WebLocksTypeError(f"{field} must be an int")
+            if not 0 <= value < 2**32:
+                raise WebLocksValueError(f"{field} out of range: {value}")
+            setattr(o, field, value)
         out = c_void_p()
         rc = _lib.lib().wlk_manager_open(_encode_id("origin", origin, False),
                                          byref(o), byref(out))
