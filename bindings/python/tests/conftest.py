@@ -58,6 +58,7 @@ class Peer:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env,
                                      text=True, bufsize=1)
+        self._buf = b""  # read with os.read: select() sees no buffered data
         ready = self.expect("ready")
         self.client_id, self.pid = ready[1], int(ready[2])
 
@@ -68,15 +69,21 @@ class Peer:
 
     def line(self, timeout: float = WAIT) -> str:
         assert self.proc.stdout is not None
-        r, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        if not r:
-            raise AssertionError(f"peer {self.proc.args}: no output for "
-                                 f"{timeout} s")
-        s = self.proc.stdout.readline()
-        if not s:
-            raise AssertionError(f"peer {self.proc.args} exited "
-                                 f"({self.proc.wait()})")
-        return s.rstrip("\n")
+        fd = self.proc.stdout.fileno()
+        end = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            r, _, _ = select.select([fd], [], [],
+                                    max(0.0, end - time.monotonic()))
+            if not r:
+                raise AssertionError(f"peer {self.proc.args}: no output "
+                                     f"for {timeout} s")
+            data = os.read(fd, 65536)
+            if not data:
+                raise AssertionError(f"peer {self.proc.args} exited "
+                                     f"({self.proc.wait()})")
+            self._buf += data
+        s, self._buf = self._buf.split(b"\n", 1)
+        return s.decode()
 
     def expect(self, word: str, timeout: float = WAIT) -> List[str]:
         s = self.line(timeout)
@@ -88,7 +95,9 @@ class Peer:
         """True if the peer says nothing within timeout (a negative check:
         it only ever passes by waiting the whole time)."""
         assert self.proc.stdout is not None
-        r, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if self._buf:
+            return False
+        r, _, _ = select.select([self.proc.stdout.fileno()], [], [], timeout)
         return not r
 
     def query(self) -> dict:
