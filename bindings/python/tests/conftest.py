@@ -21,7 +21,22 @@ import pytest
 import weblocks
 
 HERE = Path(__file__).resolve().parent
+# The project's source tree: its include/ for the C peer, bindings/node.
+SRCDIR = Path(os.environ.get("WEBLOCKS_SRCDIR") or HERE.parents[2])
 WAIT = 10.0  # seconds: the bound of every wait for another party
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    lib = weblocks.load_library()
+    return (f"weblocks: package {Path(weblocks.__file__).parent}, library "
+            f"{lib._name} ({'.'.join(map(str, weblocks.version()))})")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # check.sh looks for segments of this process's test buckets.
+    pidfile = os.environ.get("WEBLOCKS_TEST_PIDFILE")
+    if pidfile:
+        Path(pidfile).write_text(str(os.getpid()))
 
 
 @pytest.fixture

@@ -12,17 +12,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import List
 
 import pytest
 
-from conftest import HERE, Peer, pending_names, python_peer, wait_until
+from conftest import HERE, SRCDIR, pending_names, python_peer, wait_until
 
 from weblocks import LockManager
 
-SRCDIR = HERE.parents[2]          # the project's top directory
 NODE_BINDINGS = SRCDIR / "bindings" / "node"
 
 
@@ -31,7 +29,7 @@ def _library() -> Path:
     if not lib:
         pytest.skip("WEBLOCKS_LIBRARY is not set: no build to link the C "
                     "peer against")
-    return Path(lib).resolve()
+    return Path(lib).absolute()
 
 
 @pytest.fixture(scope="session")
