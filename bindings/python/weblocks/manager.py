@@ -25,6 +25,8 @@ _MODE_NAMES = {v: k for k, v in _MODES.items()}
 # looks again whether another thread's dispatch completed it (that thread
 # then drained the descriptor). Only that rare case waits for the slice.
 _POLL_SLICE_MS = 200
+# How many names' default options a manager keeps ready.
+_PLAIN_CACHE = 256
 
 
 def _decode(raw: bytes) -> Name:
@@ -94,19 +96,23 @@ class Lock:
     Attributes:
         name: the name as it was requested.
         mode: "exclusive" or "shared".
-        token: the grant's fencing token: larger than every earlier grant's
-            of the same name in the bucket (an extension).
     """
 
-    __slots__ = ("name", "mode", "token", "_ptr", "_manager")
+    __slots__ = ("name", "mode", "_token", "_ptr")
 
-    def __init__(self, manager: "LockManager", name: Name, ptr: int) -> None:
-        lib = _lib.lib()
+    def __init__(self, name: Name, mode: str, ptr: int) -> None:
         self._ptr: Optional[int] = ptr
-        self._manager = manager
         self.name = name
-        self.mode: str = _MODE_NAMES[lib.wlk_lock_mode(ptr)]
-        self.token: int = lib.wlk_lock_token(ptr)
+        self.mode = mode
+        self._token = 0
+
+    @property
+    def token(self) -> int:
+        """The grant's fencing token: larger than every earlier grant's of
+        the same name in the bucket (an extension)."""
+        if not self._token and self._ptr:
+            self._token = _lib.lib().wlk_lock_token(self._ptr)
+        return self._token
 
     @property
     def stolen(self) -> bool:
@@ -185,6 +191,10 @@ class _Pending:
             return True
 
 
+def _release(ptr: int) -> int:
+    return (_lib._lib or _lib.lib()).wlk_release(ptr)
+
+
 def _settle(fut: asyncio.Future) -> None:
     if not fut.done():
         fut.set_result(None)
@@ -210,8 +220,8 @@ def _on_granted(req: int, status: int, lock: Optional[int],
 class _Options:
     """The checked options of one request."""
 
-    __slots__ = ("name", "raw", "mode", "if_available", "steal", "signal",
-                 "timeout", "c")
+    __slots__ = ("name", "raw", "mode", "mode_name", "if_available", "steal",
+                 "signal", "timeout", "c", "probe")
 
     def __init__(self, name: Any, mode: Any, if_available: Any, steal: Any,
                  signal: Any, timeout: Any) -> None:
@@ -237,6 +247,7 @@ class _Options:
                     f"timeout must be more than 0 seconds, not {timeout!r}")
             timeout_ns = max(1, min(int(timeout * 1e9), 2**64 - 1))
         self.mode = _MODES[mode]
+        self.mode_name = mode
         self.if_available = bool(if_available)
         self.steal = bool(steal)
         self.signal = signal
@@ -248,9 +259,18 @@ class _Options:
                 signal._ptr if signal is not None else None, timeout_ns)
         else:
             self.c = None
+        # A request that could wait asks if_available first, on the main
+        # thread (LockManager._acquire); a signal matters only to a wait.
+        self.probe = (_PROBES[self.mode] if not (
+            self.if_available or self.steal or signal is not None) else None)
 
 
 _OPTIONS_SIZE = _lib.ctypes.sizeof(_lib.Options)
+# Read-only options of the if_available probes, one per mode.
+_PROBES = {mode: _lib.Options(_OPTIONS_SIZE, mode, True, False, None, 0)
+           for mode in _MODE_NAMES}
+_MAIN_THREAD = threading.main_thread().ident
+_get_ident = threading.get_ident
 
 
 class LockRequest:
@@ -277,12 +297,21 @@ class LockRequest:
         self._used = True
 
     def __enter__(self) -> Optional[Lock]:
-        self._start()
-        self._lock = self._manager._acquire(self._opts)
-        return self._lock
+        if self._used:
+            raise RuntimeError("a LockRequest can be entered only once")
+        self._used = True
+        lock = self._lock = self._manager._acquire(self._opts)
+        return lock
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self._finish(exc is not None)
+        lock = self._lock
+        if lock is not None:
+            # The common case inline: released, not stolen.
+            self._lock = None
+            ptr, lock._ptr = lock._ptr, None
+            rc = _release(ptr) if ptr else 0
+            if rc and exc is None:
+                raise from_code(rc, f"release of {lock.name!r}")
 
     async def __aenter__(self) -> Optional[Lock]:
         self._start()
@@ -338,6 +367,7 @@ class LockManager:
         self._fd = -1
         self._loops: Dict[asyncio.AbstractEventLoop, int] = {}
         self._loops_mutex = threading.Lock()
+        self._plain: Dict[str, _Options] = {}
         o = _manager_options(bucket, partition)
         o.client_id = _encode_id("client_id", client_id)
         o.detect_deadlocks = bool(detect_deadlocks)
@@ -411,7 +441,17 @@ class LockManager:
         """
         if callback is not None and not callable(callback):
             raise WebLocksTypeError("callback must be callable")
-        opts = _Options(name, mode, if_available, steal, signal, timeout)
+        if (mode == "exclusive" and not if_available and not steal
+                and signal is None and timeout is None
+                and type(name) is str):
+            opts = self._plain.get(name)
+            if opts is None:
+                if len(self._plain) >= _PLAIN_CACHE:
+                    self._plain.clear()
+                opts = self._plain[name] = _Options(name, mode, False, False,
+                                                    None, None)
+        else:
+            opts = _Options(name, mode, if_available, steal, signal, timeout)
         req = LockRequest(self, opts)
         if callback is None:
             return req
@@ -486,28 +526,26 @@ class LockManager:
 
     def _acquire(self, o: _Options) -> Optional[Lock]:
         """The blocking request: the lock, or None (if_available miss)."""
-        m = self._handle()
-        if threading.current_thread() is threading.main_thread() and not (
-                o.if_available or o.steal):
-            # A grant at once needs no wait: ask if_available first (same
-            # mode; the spec's checks give the same answers, and a signal
-            # or timeout matters only to a request that waits).
-            if o.signal is None:
-                probe = _lib.Options(_OPTIONS_SIZE, o.mode, True, False,
-                                     None, 0)
-                lock = self._acquire_now(m, o, probe)
-                if lock is not None:
-                    return lock
-            return self._wait_interruptibly(m, o)
-        return self._acquire_now(m, o, o.c)
-
-    def _acquire_now(self, m: int, o: _Options,
-                     c: Optional[_lib.Options]) -> Optional[Lock]:
+        m = self._m
+        if not m:
+            raise InvalidStateError("the lock manager is closed",
+                                    _lib.ESTATE)
         out = c_void_p()
-        rc = _lib.lib().wlk_acquire(m, o.raw, len(o.raw), c, byref(out))
+        lib = _lib._lib or _lib.lib()
+        if _get_ident() != _MAIN_THREAD or o.if_available or o.steal:
+            # Waits in the library, the GIL released (steal never waits).
+            rc = lib.wlk_acquire(m, o.raw, len(o.raw), o.c, out)
+        elif o.probe is not None:
+            # A grant at once needs no wait: ask if_available first (the
+            # spec's checks give the same answers to both).
+            rc = lib.wlk_acquire(m, o.raw, len(o.raw), o.probe, out)
+            if not rc and not out.value:
+                return self._wait_interruptibly(o)
+        else:
+            return self._wait_interruptibly(o)
         if rc:
             raise self._error(rc, o)
-        return Lock(self, o.name, out.value) if out.value else None
+        return Lock(o.name, o.mode_name, out.value) if out.value else None
 
     def _error(self, rc: int, o: _Options) -> BaseException:
         if rc == _lib.EABORTED and o.signal is not None and o.signal.aborted:
@@ -540,14 +578,14 @@ class LockManager:
     def _result(self, p: _Pending, o: _Options) -> Optional[Lock]:
         if p.status:
             raise self._error(p.status, o)
-        return Lock(self, o.name, p.lock) if p.lock else None
+        return Lock(o.name, o.mode_name, p.lock) if p.lock else None
 
     def _dispatch(self) -> None:
         m = self._m
         if m:
             _lib.lib().wlk_manager_dispatch(m)
 
-    def _wait_interruptibly(self, m: int, o: _Options) -> Optional[Lock]:
+    def _wait_interruptibly(self, o: _Options) -> Optional[Lock]:
         """A blocking request that lets signal handlers run meanwhile."""
         p = _Pending()
         fd = self._descriptor()
