@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
+import os
 import select
 import threading
 from ctypes import byref, c_size_t, c_void_p, string_at
 from dataclasses import dataclass
+from time import perf_counter as _perf_counter
 from typing import (Any, Awaitable, Callable, Dict, List, Optional, Tuple,
                     Union)
 
@@ -25,6 +27,10 @@ _MODE_NAMES = {v: k for k, v in _MODES.items()}
 # looks again whether another thread's dispatch completed it (that thread
 # then drained the descriptor). Only that rare case waits for the slice.
 _POLL_SLICE_MS = 200
+# How long a blocking request on the main thread looks at the manager's
+# descriptor without sleeping before it sleeps in poll() (0 on one CPU).
+_SPIN_S = float(os.environ.get("WEBLOCKS_SPIN_US", "50")) / 1e6 \
+    if (os.cpu_count() or 1) > 1 else 0.0
 # How many names' default options a manager keeps ready.
 _PLAIN_CACHE = 256
 
@@ -593,6 +599,15 @@ class LockManager:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         try:
+            # A holder that lets go soon hands over without this thread
+            # going to sleep: look at the descriptor without blocking for
+            # a few microseconds first (as the library's blocking calls
+            # spin), when another CPU can run that holder meanwhile.
+            if _SPIN_S:
+                end = _perf_counter() + _SPIN_S
+                while not p.done and _perf_counter() < end:
+                    if poller.poll(0):
+                        self._dispatch()
             while not p.done:
                 # poll() runs Python signal handlers when interrupted
                 # (PEP 475); one that raises ends up below.
