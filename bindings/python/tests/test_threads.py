@@ -90,8 +90,6 @@ def test_many_threads_one_manager_exclude_each_other(origin):
     assert overlaps == [0]
 
 
-def _on_signal_in(seconds_bound: float, signum: int, handler) -> object:
-    return signal.signal(signum, handler)
 
 
 def test_abort_from_a_signal_handler_while_the_main_thread_waits(origin):
@@ -133,3 +131,41 @@ def test_keyboard_interrupt_withdraws_the_request(origin):
         # b holds nothing: the name is free.
         with a.request("r", if_available=True) as lock:
             assert lock is not None
+
+
+def test_worker_thread_request_aborted_by_the_main_thread(origin):
+    ctl = AbortController()
+    with LockManager(origin) as a, LockManager(origin) as b:
+        with a.request("r"):
+            errors = []
+
+            def wait():
+                try:
+                    b.request("r", lambda l: None, signal=ctl.signal,
+                              timeout=WAIT)
+                except AbortError as e:
+                    errors.append(e)
+
+            t = threading.Thread(target=wait)
+            t.start()
+            wait_until(lambda: pending_names(a) == ["r"], "worker queued")
+            ctl.abort()
+            t.join(WAIT)
+            assert not t.is_alive() and len(errors) == 1
+            assert a.query().pending == []
+
+
+def test_tokens_grow_across_threads_and_managers(origin):
+    tokens = []
+    with LockManager(origin) as a, LockManager(origin) as b:
+        def work(m):
+            for _ in range(50):
+                m.request("r", lambda l: tokens.append(l.token))
+
+        threads = [threading.Thread(target=work, args=(m,)) for m in (a, b)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    # The callbacks run one at a time, in grant order.
+    assert len(tokens) == 100 and tokens == sorted(set(tokens))
