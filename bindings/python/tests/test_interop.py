@@ -21,7 +21,9 @@ from conftest import HERE, SRCDIR, pending_names, python_peer, wait_until
 
 from weblocks import LockManager
 
-NODE_BINDINGS = SRCDIR / "bindings" / "node"
+# WEBLOCKS_NODE_BINDINGS: another checkout's bindings/node, built.
+NODE_BINDINGS = Path(os.environ.get("WEBLOCKS_NODE_BINDINGS") or
+                     SRCDIR / "bindings" / "node")
 
 
 def _library() -> Path:

@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: MIT
 // peer.js - the Node peer of the peer protocol (PROTOCOL beside this file).
 //
-// Written against the Node bindings' announced API (bindings/node, branch
-// node): const { LockManager } = require(PATH), navigator.locks-shaped:
-// locks.request(name, { mode }, async lock => ...) and locks.query()
-// returning { held, pending } of { name, mode, clientId }. Usage:
+// Uses the Node bindings (bindings/node): const { LockManager } =
+// require(PATH); new LockManager({ origin }), navigator.locks-shaped:
+// locks.request(name, { mode }, lock => ...) and locks.query() giving
+// { held, pending } of { name, mode, clientId }; the extensions
+// locks.weblocksClientId and lock.weblocksToken. Usage:
 //   node peer.js BINDINGS_PATH ORIGIN
-// Untested until those bindings land; see the Python README.
 'use strict';
 const readline = require('readline');
 const { LockManager } = require(process.argv[2]);
 
-const locks = new LockManager(process.argv[3]);
+const locks = new LockManager({ origin: process.argv[3] });
 const releases = new Map();
 const say = (...words) => process.stdout.write(words.join(' ') + '\n');
 
 async function clientId() {
-  if (locks.clientId) return locks.clientId;
+  if (locks.weblocksClientId) return locks.weblocksClientId;
   // Without a clientId property: hold a private name and look it up.
   const name = `peer-id-${process.pid}`;
   return locks.request(name, async () => {
@@ -27,7 +27,7 @@ async function clientId() {
 
 function acquire(name, mode) {
   locks.request(name, { mode }, (lock) => {
-    say('granted', name, String(lock.token ?? 0));
+    say('granted', name, String(lock.weblocksToken ?? 0));
     return new Promise((resolve) => releases.set(name, resolve));
   }).then(() => say('released', name),
           (e) => say('error', e.name, e.message));
