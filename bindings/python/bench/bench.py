@@ -78,6 +78,23 @@ def flock_lock(path: str) -> Callable:
     return lambda: lock
 
 
+def uncontended_async(origin: str, n: int) -> float:
+    """async with locks.request("r"), n times in one task."""
+    import asyncio
+    locks = weblocks.LockManager(origin)
+
+    async def run() -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            async with locks.request("r"):
+                pass
+        return n / (time.perf_counter() - t0)
+
+    rate = asyncio.run(run())
+    locks.close()
+    return rate
+
+
 def ctypes_floor(origin: str, n: int) -> float:
     """wlk_acquire + wlk_release called through ctypes with no wrapper
     around them: what any ctypes binding pays at least."""
@@ -195,13 +212,16 @@ def main() -> int:
     print(f"\nuncontended acquire+release, {n} in a row, one thread "
           f"(median of {rounds} rounds, the kinds taking turns)")
     made = {kind: FACTORIES[kind](where[kind]) for kind in FACTORIES}
-    runs: Dict[str, list] = {kind: [] for kind in list(FACTORIES) + ["raw"]}
+    runs: Dict[str, list] = {kind: [] for kind in
+                             list(FACTORIES) + ["async", "raw"]}
     for _ in range(rounds):
         for kind in FACTORIES:
             runs[kind].append(uncontended(made[kind], n))
+        runs["async"].append(uncontended_async(where["weblocks"], n))
         runs["raw"].append(ctypes_floor(where["weblocks"], n))
     rates = {kind: sorted(r)[len(r) // 2] for kind, r in runs.items()}
-    labels = dict(LABELS, raw="(floor: the two C calls via ctypes)")
+    labels = dict(LABELS, raw="(floor: the two C calls via ctypes)",
+                  **{"async": "weblocks (async with, one task)"})
     for kind, r in rates.items():
         print(f"  {labels[kind]:34} {r:12,.0f} /s  "
               f"{r / rates['filelock']:6.1f}x filelock")

@@ -625,6 +625,16 @@ class LockManager:
 
     async def _acquire_async(self, o: _Options) -> Optional[Lock]:
         loop = asyncio.get_running_loop()
+        if o.probe is not None:
+            # Granted at once: no need to go through the descriptor (an
+            # if_available request never waits for another holder).
+            m = self._handle()
+            out = c_void_p()
+            rc = _lib.lib().wlk_acquire(m, o.raw, len(o.raw), o.probe, out)
+            if rc:
+                raise self._error(rc, o)
+            if out.value:
+                return Lock(o.name, o.mode_name, out.value)
         p = _Pending()
         p.loop = loop
         p.future = loop.create_future()
