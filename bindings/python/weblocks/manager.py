@@ -197,10 +197,6 @@ class _Pending:
             return True
 
 
-def _release(ptr: int) -> int:
-    return (_lib._lib or _lib.lib()).wlk_release(ptr)
-
-
 def _settle(fut: asyncio.Future) -> None:
     if not fut.done():
         fut.set_result(None)
@@ -226,14 +222,15 @@ def _on_granted(req: int, status: int, lock: Optional[int],
 class _Options:
     """The checked options of one request."""
 
-    __slots__ = ("name", "raw", "mode", "mode_name", "if_available", "steal",
-                 "signal", "timeout", "c", "probe")
+    __slots__ = ("name", "raw", "raw_len", "mode", "mode_name",
+                 "if_available", "steal", "signal", "timeout", "c", "probe")
 
     def __init__(self, name: Any, mode: Any, if_available: Any, steal: Any,
                  signal: Any, timeout: Any) -> None:
         # The conversions WebIDL does before the algorithm runs: a wrong
         # type is a TypeError, before any of the spec's checks.
         self.raw = _encode_name(name)
+        self.raw_len = len(self.raw)
         self.name = name if isinstance(name, str) else self.raw
         if not isinstance(mode, str) or mode not in _MODES:
             raise WebLocksTypeError(
@@ -277,6 +274,10 @@ _PROBES = {mode: _lib.Options(_OPTIONS_SIZE, mode, True, False, None, 0)
            for mode in _MODE_NAMES}
 _MAIN_THREAD = threading.main_thread().ident
 _get_ident = threading.get_ident
+# The two calls of the uncontended path, bound when the first manager
+# opens (the library is loaded by then).
+_wlk_acquire: Any = None
+_wlk_release: Any = None
 
 
 class LockRequest:
@@ -306,7 +307,21 @@ class LockRequest:
         if self._used:
             raise RuntimeError("a LockRequest can be entered only once")
         self._used = True
-        lock = self._lock = self._manager._acquire(self._opts)
+        o = self._opts
+        m = self._manager._m
+        if m and o.probe is not None and _get_ident() == _MAIN_THREAD:
+            # LockManager._acquire()'s first step inline: the uncontended
+            # path of the main thread is this call and one more.
+            out = c_void_p()
+            rc = _wlk_acquire(m, o.raw, o.raw_len, o.probe, out)
+            if rc:
+                raise self._manager._error(rc, o)
+            if out.value:
+                lock = self._lock = Lock(o.name, o.mode_name, out.value)
+            else:
+                lock = self._lock = self._manager._wait_interruptibly(o)
+            return lock
+        lock = self._lock = self._manager._acquire(o)
         return lock
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -315,7 +330,7 @@ class LockRequest:
             # The common case inline: released, not stolen.
             self._lock = None
             ptr, lock._ptr = lock._ptr, None
-            rc = _release(ptr) if ptr else 0
+            rc = _wlk_release(ptr) if ptr else 0
             if rc and exc is None:
                 raise from_code(rc, f"release of {lock.name!r}")
 
@@ -386,8 +401,11 @@ class LockManager:
                 raise WebLocksValueError(f"{field} out of range: {value}")
             setattr(o, field, value)
         out = c_void_p()
-        rc = _lib.lib().wlk_manager_open(_encode_id("origin", origin, False),
-                                         byref(o), byref(out))
+        lib = _lib.lib()
+        global _wlk_acquire, _wlk_release
+        _wlk_acquire, _wlk_release = lib.wlk_acquire, lib.wlk_release
+        rc = lib.wlk_manager_open(_encode_id("origin", origin, False),
+                                  byref(o), byref(out))
         if rc:
             raise from_code(rc, f"LockManager({origin!r})")
         self._m = out.value
