@@ -21,7 +21,6 @@ Usage: python3 bench.py [--quick]   (WEBLOCKS_LIBRARY as for the tests)
 from __future__ import annotations
 
 import argparse
-import fcntl
 import multiprocessing as mp
 import os
 import sys
@@ -131,9 +130,7 @@ def _player(kind: str, where: str, me: int, turns: int, turn, ready,
             go, in_thread: bool) -> None:
     make = FACTORIES[kind](where)
 
-    def play():
-        ready.wait()
-        go.wait()
+    def play() -> None:
         while True:
             with make():
                 t = turn.value
@@ -142,10 +139,8 @@ def _player(kind: str, where: str, me: int, turns: int, turn, ready,
                 if t % 2 == me:
                     turn.value = t + 1
 
-    ready_me = ready
-    ready = threading.Event()
-    ready.set()
-    ready_me.wait()
+    ready.wait()  # both players have opened their lock
+    go.wait()
     if in_thread:
         th = threading.Thread(target=play)
         th.start()

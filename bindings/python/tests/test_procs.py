@@ -4,8 +4,8 @@ fork."""
 from __future__ import annotations
 
 import os
+import threading
 
-import pytest
 
 from weblocks import InvalidStateError, LockManager
 
@@ -101,7 +101,6 @@ def test_main_thread_waiter_granted_by_another_process(origin, peers):
     holder.send("acquire r exclusive")
     holder.expect("granted")
     with LockManager(origin) as locks:
-        import threading
         t = threading.Thread(target=lambda: (
             wait_until(lambda: pending_names(locks) == ["r"], "queued"),
             holder.send("release r")))

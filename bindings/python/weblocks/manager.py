@@ -8,7 +8,7 @@ import itertools
 import os
 import select
 import threading
-from ctypes import byref, c_size_t, c_void_p, string_at
+from ctypes import byref, c_void_p, string_at
 from dataclasses import dataclass
 from time import perf_counter as _perf_counter
 from typing import (Any, Awaitable, Callable, Dict, List, Optional, Tuple,
