@@ -9,6 +9,11 @@
 # pytest with WEBLOCKS_LIBRARY=BUILDDIR/lib/.libs/libweblocks.so, checks
 # that no test left a segment in /dev/shm, and ends with one line
 # "N passed, N failed". Exits non-zero if anything failed.
+#
+# The interoperability test's Node part runs when the Node bindings are
+# built: WEBLOCKS_NODE_BINDINGS, else BUILDDIR/bindings/node (where
+# bindings/node/check.sh builds them), else bindings/node of this tree;
+# otherwise it is skipped, and says why.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -54,6 +59,13 @@ mv "$tmp/src/weblocks" "$tmp/src/weblocks.copy"	# test what pip installed
 mkdir "$tmp/run"
 export WEBLOCKS_LIBRARY=$builddir/lib/.libs/libweblocks.so
 export WEBLOCKS_SRCDIR=$srcdir	# the C peer's headers, bindings/node
+# The Node part of the interoperability test needs the Node bindings
+# built: bindings/node/check.sh (which tests/run.sh runs before this one)
+# leaves its built copy in BUILDDIR/bindings/node.
+if [[ -z ${WEBLOCKS_NODE_BINDINGS:-} &&
+	-f $builddir/bindings/node/build/Release/weblocks.node ]]; then
+	export WEBLOCKS_NODE_BINDINGS=$builddir/bindings/node
+fi
 export WEBLOCKS_TEST_PIDFILE=$tmp/pytest.pid
 (cd "$tmp/run" && exec timeout -k 10 240 "$tmp/venv/bin/python" -m pytest \
 	-p no:cacheprovider -rs "$tmp/src/tests") 2>&1 |
