@@ -18,12 +18,14 @@ python=/usr/bin/python3
 deps_who=bindings/python/demo
 # shellcheck source=../../tests/deps.sh
 source "$srcdir/tests/deps.sh"
-deps_packages+=(python3 python3-venv python3-setuptools python3-wheel)
-install_missing
-
+python_packages=(python3 python3-venv python3-setuptools python3-wheel)
 if [[ $# -ge 1 ]]; then
+	deps_packages=("${python_packages[@]}")	# the library is built
+	install_missing
 	builddir=$(cd "$1" && pwd)
 else
+	deps_packages+=("${python_packages[@]}")
+	install_missing
 	if [[ -f $srcdir/config.status ]]; then
 		builddir=$srcdir
 	else

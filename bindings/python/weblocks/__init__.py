@@ -28,12 +28,14 @@ from .manager import (Lock, LockInfo, LockManager, LockManagerSnapshot,
 
 __version__ = "0.3.0"
 
+# TimeoutError is left out of __all__: a star import would shadow the
+# built-in one (weblocks.TimeoutError derives from it).
 __all__ = [
     "LockManager", "LockRequest", "Lock", "LockInfo", "LockManagerSnapshot",
     "AbortController", "AbortSignal", "remove_bucket", "version",
     "load_library", "WebLocksError", "WebLocksTypeError",
     "WebLocksValueError", "NameTooLongError", "NotSupportedError",
-    "AbortError", "LockStolenError", "TimeoutError", "InvalidStateError",
+    "AbortError", "LockStolenError", "InvalidStateError",
     "SecurityError", "QuotaExceededError", "DeadlockError", "CorruptError",
     "FormatError", "WebLocksOSError",
 ]
