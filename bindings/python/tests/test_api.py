@@ -196,6 +196,11 @@ def test_timeout(origin):
             assert isinstance(info.value, builtins.TimeoutError)
             assert a.query().pending == []
         assert b.request("r", lambda l: l.mode, timeout=5) == "exclusive"
+        assert b.request("r", lambda l: "inf", timeout=float("inf")) == "inf"
+        with pytest.raises(NotSupportedError):
+            b.request("r", lambda l: None, timeout=float("inf"), steal=True)
+        with pytest.raises(WebLocksValueError):
+            b.request("r", lambda l: None, timeout=float("nan"))
 
 
 @pytest.mark.parametrize("kwargs, error", [

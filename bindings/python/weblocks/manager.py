@@ -248,7 +248,10 @@ class _Options:
             if not timeout > 0:
                 raise WebLocksValueError(
                     f"timeout must be more than 0 seconds, not {timeout!r}")
-            timeout_ns = max(1, min(int(timeout * 1e9), 2**64 - 1))
+            # Beyond the 64-bit clock (inf included) waits without limit,
+            # and still counts as a timeout for the spec's checks.
+            timeout_ns = (2**64 - 1 if timeout >= 2**64 / 1e9
+                          else max(1, int(timeout * 1e9)))
         self.mode = _MODES[mode]
         self.mode_name = mode
         self.if_available = bool(if_available)
