@@ -162,3 +162,12 @@ def peers():
 
 def python_peer(origin: str) -> List[str]:
     return [sys.executable, str(HERE / "peers" / "peer.py"), origin]
+
+
+@pytest.fixture(autouse=True)
+def no_request_left_behind():
+    """Every asynchronous request a test made has completed by its end
+    (its callback ran: granted, aborted, cancelled or closed)."""
+    from weblocks import manager
+    yield
+    assert manager._pending == {}, "asynchronous requests left outstanding"

@@ -7,8 +7,9 @@ import asyncio
 
 import pytest
 
-from weblocks import (AbortController, AbortError, LockManager,
-                      LockStolenError, NotSupportedError, TimeoutError)
+from weblocks import (AbortController, AbortError, InvalidStateError,
+                      LockManager, LockStolenError, NotSupportedError,
+                      TimeoutError)
 
 from conftest import WAIT
 
@@ -151,5 +152,20 @@ def test_fifo_between_tasks_of_two_managers(origin):
                     await _until(lambda: len(_pending(a)) == i + 1, "queued")
             await asyncio.wait_for(asyncio.gather(*tasks), WAIT)
             assert order == list(range(6))
+
+    asyncio.run(main())
+
+
+def test_close_ends_a_queued_async_request(origin):
+    async def main():
+        with LockManager(origin) as a:
+            b = LockManager(origin)
+            async with a.request("r"):
+                task = asyncio.create_task(b.request("r").__aenter__())
+                await _until(lambda: _pending(a) == ["r"], "queued")
+                b.close()
+                with pytest.raises(InvalidStateError):
+                    await asyncio.wait_for(task, WAIT)
+                assert a.query().pending == []
 
     asyncio.run(main())
