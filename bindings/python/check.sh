@@ -87,7 +87,7 @@ fi
 pid=$(cat "$tmp/pytest.pid" 2>/dev/null || echo none)
 left=$(grep -l -a "https://t-$pid-" /dev/shm/wlk* 2>/dev/null || true)
 if [[ -n $left ]]; then
-	echo "check.sh: segments left in /dev/shm:" $left
+	echo "check.sh: segments left in /dev/shm:" "${left//$'\n'/ }"
 	failed=$((failed + 1))
 else
 	echo "check.sh: segments left in /dev/shm: none"
