@@ -27,6 +27,8 @@
  *    WLK_E* codes; wlk_error_name() gives the DOMException name.
  *  - timeout_ns is an extension: a deadline after which a request that was
  *    not yet granted leaves the queue with WLK_ETIMEDOUT.
+ *  - Scopes are an extension from the spec's early draft: one request for a
+ *    set of names, granted on all of them at once (SCOPES below).
  *
  * Two more headers: weblocks/async.h, requests that complete through a
  * pollable descriptor, for event loops; weblocks/inspect.h, read-only
@@ -39,7 +41,8 @@
  * steal, close): when wlk_release() returns, the requests it unblocked are
  * already in the held set. A shared request queued behind a queued exclusive
  * one waits, even while only shared locks are held, so writers never starve.
- * Locks are not re-entrant.
+ * Locks are not re-entrant. (With scopes in a bucket, one rule is added:
+ * SCOPES below.)
  *
  * CONVENTIONS
  *
