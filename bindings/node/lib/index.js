@@ -116,7 +116,7 @@ class LockManager {
       // Argument errors are the caller's; a refusal (an opaque origin is
       // SecurityError) is what request() and query() report, as in the
       // spec's "obtain a lock manager" step.
-      if (e instanceof TypeError || e.code) throw e;
+      if (!(e instanceof DOMException)) throw e;
       this.#openError = e;
     } else {
       this.#mgr = r;
@@ -283,6 +283,13 @@ class LockManager {
     if (mgr === null) return;
     this.#mgr = null;
     native.close(mgr);
+    // Closing released the locks; free their handles now, not when the
+    // callbacks settle (which may be never), since each keeps the bucket
+    // mapped.
+    for (const rec of this.#held.values()) {
+      native.release(rec.lock);
+      rec.lock = null;
+    }
     this.#held.clear();
   }
 
