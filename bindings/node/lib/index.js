@@ -14,6 +14,12 @@ const { fromCode, dom } = require('./errors.js');
 const ABORTED = -3002; // WLK_EABORTED: our own cancel after an abort
 const kCreate = Symbol('weblocks.create');
 
+// Aborted requests of this thread that have not left their queue yet:
+// wlk_async_cancel() takes the request out at the next dispatch. In the
+// spec the abort steps run on the lock task queue before any query made
+// after the abort, so query() waits for these first.
+const cancelling = new Set();
+
 // Lock (spec 3.3): name and mode; weblocksToken is this library's fencing
 // token, a property a browser's Lock does not have.
 class Lock {
@@ -37,6 +43,12 @@ class Lock {
   get weblocksToken() { return this.#token; }
 
   get [Symbol.toStringTag]() { return 'Lock'; }
+}
+
+function deferred() {
+  let resolve;
+  const promise = new Promise((r) => { resolve = r; });
+  return { promise, resolve };
 }
 
 // WebIDL DOMString conversion: ToString, which throws for a Symbol.
@@ -191,6 +203,8 @@ class LockManager {
       // "Signal to abort the request": reject now, leave the queue next.
       rec.onAbort = () => {
         this.#settle(rec, false, signal.reason);
+        rec.cancelled = deferred();
+        cancelling.add(rec.cancelled.promise);
         native.cancel(rec.handle);
       };
       signal.addEventListener('abort', rec.onAbort, { once: true });
@@ -214,6 +228,10 @@ class LockManager {
       return;
     }
     this.#requests.delete(id);
+    if (rec.cancelled) {
+      cancelling.delete(rec.cancelled.promise);
+      rec.cancelled.resolve();
+    }
     if (rec.onAbort) rec.signal.removeEventListener('abort', rec.onAbort);
     rec.handle = null;
     if (status !== 0) {
@@ -268,6 +286,9 @@ class LockManager {
     if (this.#mgr === null) {
       return Promise.reject(dom('InvalidStateError',
         'the lock manager was closed'));
+    }
+    if (cancelling.size > 0) {
+      return Promise.all([...cancelling]).then(() => this.query());
     }
     const r = native.query(this.#mgr);
     if (typeof r === 'number') return Promise.reject(fromCode(r));
