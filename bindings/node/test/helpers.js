@@ -16,15 +16,22 @@ function origin(name) {
 // managers(t, name, n): n managers (clients) of a fresh bucket; after the
 // test they are closed and the bucket removed (which fails the test if a
 // process still has it open).
+// Cleanups registered with defer() run first, last registered first
+// (children must be gone before the bucket can be removed).
 function managers(t, name, n = 1) {
   const o = origin(name);
   const list = [];
+  const deferredCleanups = [];
   for (let i = 0; i < n; i++) list.push(new LockManager({ origin: o }));
-  t.after(() => {
-    for (const m of list) m.close();
-    removeBucket({ origin: o });
+  t.after(async () => {
+    try {
+      for (const fn of deferredCleanups.reverse()) await fn();
+    } finally {
+      for (const m of list) m.close();
+      removeBucket({ origin: o });
+    }
   });
-  return { origin: o, list };
+  return { origin: o, list, defer: (fn) => deferredCleanups.push(fn) };
 }
 
 function deferred() {
