@@ -194,6 +194,18 @@ class LockManager {
       rec.resolve = resolve;
       rec.reject = reject;
     });
+    if (!steal) {
+      // The uncontended path: granted now if grantable (the queue is
+      // honoured), the callback still run later, from a microtask.
+      const got = native.acquire(this.#mgr, name, mode === 'shared', id);
+      if (typeof got === 'number') return Promise.reject(fromCode(got));
+      if (got !== null || ifAvailable) {
+        this.#requests.set(id, rec);
+        queueMicrotask(() => this.#granted(id, 0, got && got[0],
+          got && got[1]));
+        return promise;
+      }
+    }
     const r = native.request(this.#mgr, name, mode === 'shared',
       ifAvailable, steal, timeout ?? 0, id);
     if (typeof r === 'number') return Promise.reject(fromCode(r));
@@ -238,6 +250,13 @@ class LockManager {
       if (status !== ABORTED || !rec.settled) {
         this.#settle(rec, false, fromCode(status));
       }
+      return;
+    }
+    if (lock && this.#mgr === null) {
+      // Closed between an uncontended grant and its microtask.
+      native.release(lock);
+      this.#settle(rec, false, dom('InvalidStateError',
+        'the lock manager was closed'));
       return;
     }
     if (lock && rec.signal && rec.signal.aborted) {

@@ -54,6 +54,7 @@ NAPI_MODULE_INIT()
 		{ "clientId", wn_client_id },
 		{ "bucketRemove", wn_bucket_remove },
 		{ "request", wn_request },
+		{ "acquire", wn_acquire },
 		{ "cancel", wn_cancel },
 		{ "release", wn_release },
 		{ "query", wn_query },

@@ -91,6 +91,7 @@ void wn_instance_init(napi_env env, struct wn_instance *inst);
 
 /* request.c */
 napi_value wn_request(napi_env env, napi_callback_info info);
+napi_value wn_acquire(napi_env env, napi_callback_info info);
 napi_value wn_cancel(napi_env env, napi_callback_info info);
 napi_value wn_release(napi_env env, napi_callback_info info);
 
