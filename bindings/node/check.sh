@@ -6,10 +6,10 @@
 # Installs what is missing (Debian packages, as tests/deps.sh does): nodejs
 # when there is no node, the Node-API headers (libnode-dev, for Debian's
 # nodejs) when node_api.h is missing, a compiler and python3. The package is
-# copied to BUILDDIR/bindings/node and built there with node-gyp (the one on
-# PATH, else npm's own), against the installed headers (--nodedir=/usr,
-# nothing downloaded); without a node-gyp that works it is compiled with cc
-# directly, the same sources and flags. Then `node --test` runs the suite,
+# copied to BUILDDIR/bindings/node and built there by
+# scripts/build-addon.sh: node-gyp (the one on PATH, else npm's own) against
+# the installed headers (--nodedir=/usr, nothing downloaded), or cc directly
+# when no node-gyp works. Then `node --test` runs the suite,
 # and a last check counts test buckets left in /dev/shm. The output ends
 # with "N passed, N failed"; the exit status is non-zero if anything failed.
 set -uo pipefail
@@ -53,37 +53,7 @@ mkdir -p "$pkg"
 	(cd "$pkg" && tar -xf -)
 export WEBLOCKS_BUILDDIR=$builddir WEBLOCKS_SRCDIR=$srcdir
 
-gyp=()
-if command -v node-gyp >/dev/null; then
-	gyp=(node-gyp)
-elif command -v npm >/dev/null; then
-	g=$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js
-	[[ -f $g ]] && gyp=(node "$g")
-fi
-
-build_cc() {	# the fallback: what binding.gyp says, without node-gyp
-	mkdir -p "$pkg/build/Release"
-	# shellcheck disable=SC2046
-	cc -std=gnu11 -O2 -fPIC -shared -Wall -Wextra -Wno-unused-parameter \
-		-I/usr/include/node $(sh "$pkg/scripts/flags.sh" cflags) \
-		"$pkg"/src/*.c -o "$pkg/build/Release/weblocks.node" \
-		$(sh "$pkg/scripts/flags.sh" libs)
-}
-
-built=
-if ((${#gyp[@]})); then
-	say "building with ${gyp[*]} rebuild --nodedir=/usr"
-	if (cd "$pkg" && "${gyp[@]}" rebuild --nodedir=/usr --loglevel=warn); then
-		built=node-gyp
-	else
-		say "node-gyp failed; compiling with cc instead"
-	fi
-fi
-if [[ -z $built ]]; then
-	say "building with cc"
-	build_cc && built=cc
-fi
-if [[ -z $built ]]; then
+if ! bash "$pkg/scripts/build-addon.sh" "$pkg"; then
 	say "the addon did not build"
 	echo "0 passed, 1 failed"
 	exit 1
@@ -119,13 +89,13 @@ elif ((failed > 0 || rc != 0)); then
 fi
 
 # Every test removes its bucket; shm-inspect names the origin of each
-# segment, and the tests' origins are https://t-PID-NAME.
+# segment, and the tests' origins are https://t-PID-node-NAME.
 inspect=$builddir/tools/shm-inspect
 if [[ -x $inspect ]]; then
-	left=$("$inspect" list 2>/dev/null | grep -c '"https://t-[0-9]*-' || true)
+	left=$("$inspect" list 2>/dev/null | grep -c '"https://t-[0-9]*-node-' || true)
 	if ((left > 0)); then
 		say "test buckets left in /dev/shm:"
-		"$inspect" list 2>/dev/null | grep '"https://t-[0-9]*-'
+		"$inspect" list 2>/dev/null | grep '"https://t-[0-9]*-node-'
 		failed=$((failed + 1))
 	else
 		say "no test bucket left in /dev/shm"

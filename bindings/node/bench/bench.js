@@ -121,6 +121,7 @@ async function handoff(kind, n) {
 }
 
 async function main() {
+  if (process.env.BENCH_ONLY) return handoffs();
   const { Mutex } = require('async-mutex');
   const lockfile = require('proper-lockfile');
   const origin = `https://bench-node-${process.pid}`;
@@ -131,7 +132,6 @@ async function main() {
   fs.writeFileSync(file, '');
   const fmt = (x) => Math.round(x).toLocaleString('en-US');
 
-  if (process.env.BENCH_ONLY) return handoffs();
   console.log(`node ${process.version}, ${os.cpus().length} CPUs, ` +
     `${os.cpus()[0].model}`);
   console.log('uncontended request+release (one process), ops/s, median ' +

@@ -8,9 +8,10 @@ const { fork } = require('node:child_process');
 const path = require('node:path');
 const { LockManager, removeBucket } = require('../lib/index.js');
 
-// A unique origin per test and process.
+// A unique origin per test and process ("node" tells check.sh's count of
+// leftover segments ours from other suites' on a shared machine).
 function origin(name) {
-  return `https://t-${process.pid}-${name}`;
+  return `https://t-${process.pid}-node-${name}`;
 }
 
 // managers(t, name, n): n managers (clients) of a fresh bucket; after the
