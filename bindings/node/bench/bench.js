@@ -8,8 +8,9 @@
 //   handoff:     two processes (this one and a fork) each take the same
 //                lock N times; inside, each reads a file that names the
 //                last holder and writes its own pid, counting the times it
-//                took the lock from the other process (handoffs). Rate =
-//                both processes' grants / wall time until both are done.
+//                took the lock from the other process (handoffs). Rates =
+//                both processes' handoffs (and grants) / wall time until
+//                both are done.
 //
 // Environment: BENCH_SCALE multiplies the iteration counts (default 1).
 'use strict';
@@ -90,8 +91,9 @@ async function side(kind, where, n) {
 if (process.argv[2] === 'child') {
   // The forked side: start on the parent's word, report when done.
   process.once('message', async ({ kind, where, n }) => {
-    process.send({ done: await side(kind, where, n) });
-    process.disconnect();
+    // Disconnect only once the message is out, or it may be lost.
+    process.send({ done: await side(kind, where, n) },
+      () => process.disconnect());
   });
   process.send({ ready: true });
   return;
@@ -102,15 +104,21 @@ async function handoff(kind, n) {
   fs.writeFileSync(path.join(where, 'target'), '');
   fs.writeFileSync(path.join(where, 'last'), '');
   const child = fork(__filename, ['child']);
-  await new Promise((r) => child.once('message', r));
+  // A child that fails must fail the bench, not leave it waiting.
+  const exited = new Promise((r) => child.on('exit', r));
+  const failed = new Promise((_, reject) => child.on('exit', (code, sig) => {
+    if (code !== 0) reject(new Error(`${kind} child: exit ${code} ${sig}`));
+  }));
+  failed.catch(() => {});
+  await Promise.race([new Promise((r) => child.once('message', r)), failed]);
   const t0 = now();
   const theirs = new Promise((r) => child.on('message', (m) => m.done &&
     r(m.done)));
   child.send({ kind, where, n });
   const mine = await side(kind, where, n);
-  const other = await theirs;
+  const other = await Promise.race([theirs, failed]);
   const secs = now() - t0;
-  await new Promise((r) => child.once('exit', r));
+  await exited;
   if (kind === 'weblocks') {
     removeBucket({ origin: `https://bench-node-${where.slice(-6)}` });
   }
@@ -171,8 +179,13 @@ async function main() {
 async function handoffs() {
   const fmt = (x) => Math.round(x).toLocaleString('en-US');
   console.log('two-process handoff (both take the lock N times each):');
+  // A grant is a handoff when the other process held the lock last. FIFO
+  // alternates the two; proper-lockfile lets the releaser take it again
+  // before the other's next poll, so handoffs/s is the measure of passing
+  // the lock between processes, grants/s of throughput.
   const show = (name, h) => console.log(`  ${name.padEnd(16)} ` +
-    `${fmt(h.rate).padStart(12)} grants/s (${h.grants} grants, ` +
+    `${fmt(h.handoffs / h.secs).padStart(8)} handoffs/s ` +
+    `${fmt(h.rate).padStart(8)} grants/s (${h.grants} grants, ` +
     `${h.handoffs} handoffs, ${h.secs.toFixed(2)} s)`);
   if (process.env.BENCH_ONLY === 'lockfile') {
     return show('proper-lockfile', await handoff('lockfile',
@@ -182,7 +195,9 @@ async function handoffs() {
   show('weblocks', hw);
   const hl = await handoff('lockfile', N.handoffLockfile);
   show('proper-lockfile', hl);
-  console.log(`  weblocks / proper-lockfile = ${(hw.rate / hl.rate).toFixed(1)}x`);
+  console.log('  weblocks / proper-lockfile = ' +
+    `${(hw.handoffs / hw.secs / (hl.handoffs / hl.secs)).toFixed(1)}x ` +
+    `in handoffs/s, ${(hw.rate / hl.rate).toFixed(1)}x in grants/s`);
 }
 
 main().catch((e) => {
