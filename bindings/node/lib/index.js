@@ -25,13 +25,13 @@ const cancelling = new Set();
 class Lock {
   #name;
   #mode;
-  #token;
+  #handle; // the addon's lock, for the token
 
-  constructor(key, name, mode, token) {
+  constructor(key, name, mode, handle) {
     if (key !== kCreate) throw new TypeError('Illegal constructor');
     this.#name = name;
     this.#mode = mode;
-    this.#token = token;
+    this.#handle = handle;
   }
 
   get name() { return this.#name; }
@@ -40,7 +40,7 @@ class Lock {
   // Extension: a BigInt greater than every earlier grant's of this name in
   // the bucket, for resources that must refuse a holder that lost its lock
   // (see wlk_lock_token() in weblocks.h).
-  get weblocksToken() { return this.#token; }
+  get weblocksToken() { return native.token(this.#handle); }
 
   get [Symbol.toStringTag]() { return 'Lock'; }
 }
@@ -121,7 +121,7 @@ class LockManager {
     const partition = identifier('partition', options.partition);
     const clientId = identifier('clientId', options.clientId);
     const r = native.open(origin, bucket, partition, clientId,
-      (id, status, lock, token) => this.#granted(id, status, lock, token),
+      (id, status, lock) => this.#granted(id, status, lock),
       (id) => this.#stolen(id));
     if (typeof r === 'number') {
       const e = fromCode(r);
@@ -201,8 +201,7 @@ class LockManager {
       if (typeof got === 'number') return Promise.reject(fromCode(got));
       if (got !== null || ifAvailable) {
         this.#requests.set(id, rec);
-        queueMicrotask(() => this.#granted(id, 0, got && got[0],
-          got && got[1]));
+        queueMicrotask(() => this.#granted(id, 0, got));
         return promise;
       }
     }
@@ -233,7 +232,7 @@ class LockManager {
 
   // The addon completed request id: granted (lock), refused by
   // ifAvailable (status 0, no lock) or failed (status < 0).
-  #granted(id, status, lock, token) {
+  #granted(id, status, lock) {
     const rec = this.#requests.get(id);
     if (!rec) {
       if (lock) native.release(lock);
@@ -266,7 +265,7 @@ class LockManager {
       return;
     }
     let result;
-    const obj = lock ? new Lock(kCreate, rec.name, rec.mode, token) : null;
+    const obj = lock ? new Lock(kCreate, rec.name, rec.mode, lock) : null;
     if (lock) {
       rec.lock = lock;
       this.#held.set(id, rec);

@@ -57,6 +57,7 @@ NAPI_MODULE_INIT()
 		{ "acquire", wn_acquire },
 		{ "cancel", wn_cancel },
 		{ "release", wn_release },
+		{ "token", wn_token },
 		{ "query", wn_query },
 		{ "errorName", error_name },
 		{ "strerror", strerror_ },

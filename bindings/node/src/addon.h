@@ -41,7 +41,7 @@ struct wn_manager {
 	struct wn_manager *next, **pprev; /* in inst->managers while open */
 	uv_poll_t *poll;       /* NULL until the first request; freed on close */
 	size_t busy;           /* requests pending + locks held: ref'd while > 0 */
-	napi_ref on_grant;     /* (id, status, lock external | null, token) */
+	napi_ref on_grant;     /* (id, status, lock external | null) */
 	napi_ref on_stolen;    /* (id) */
 	napi_ref resource;     /* the async resource of the callback scope */
 	napi_async_context actx;
@@ -62,6 +62,7 @@ struct wn_request {
 struct wn_lock {
 	struct wn_manager *mgr;
 	struct wlk_lock *lock; /* NULL once released */
+	uint64_t token;        /* kept for Lock.weblocksToken after release */
 	double id;
 };
 
@@ -71,7 +72,9 @@ void wn_report(napi_env env, napi_status st);
 napi_status wn_int(napi_env env, int v, napi_value *out);
 
 /* wtf8.c */
-int wn_to_wtf8(napi_env env, napi_value s, char **out, size_t *len);
+#define WN_WTF8_BUF 400 /* bytes: a name of 128 units fits in it */
+int wn_to_wtf8(napi_env env, napi_value s, char *buf, char **out,
+	       size_t *len);
 napi_status wn_from_wtf8(napi_env env, const char *s, size_t len,
 			 napi_value *out);
 
@@ -94,6 +97,7 @@ napi_value wn_request(napi_env env, napi_callback_info info);
 napi_value wn_acquire(napi_env env, napi_callback_info info);
 napi_value wn_cancel(napi_env env, napi_callback_info info);
 napi_value wn_release(napi_env env, napi_callback_info info);
+napi_value wn_token(napi_env env, napi_callback_info info);
 
 /* query.c */
 napi_value wn_query(napi_env env, napi_callback_info info);

@@ -55,13 +55,14 @@ static void stolen(struct wlk_lock *lock, void *arg)
 }
 
 /*
- * Make the JS side of a granted lock (counted in mgr->busy): its external
- * and its token. The external owns the lock: if JS never gets it, its
- * finalizer releases it; if there is no external, it is released here.
+ * Make the JS side of a granted lock (counted in mgr->busy): its external.
+ * The external owns the lock: if JS never gets it, its finalizer releases
+ * it; if there is no external, it is released here. (The token is read
+ * only if JS asks, with token(): most callers never do, and a BigInt per
+ * grant is garbage the uncontended path can do without.)
  */
 static napi_status lock_values(struct wn_manager *mgr, struct wn_request *r,
-			       struct wlk_lock *lock, napi_value *ext,
-			       napi_value *token)
+			       struct wlk_lock *lock, napi_value *ext)
 {
 	napi_env env = mgr->env;
 	struct wn_lock *l = calloc(1, sizeof(*l));
@@ -70,6 +71,7 @@ static napi_status lock_values(struct wn_manager *mgr, struct wn_request *r,
 	if (l) {
 		l->mgr = mgr;
 		l->lock = lock;
+		l->token = wlk_lock_token(lock);
 		l->id = r->id;
 		mgr->refs++;
 		st = napi_create_external(env, l, lock_finalize, NULL, ext);
@@ -85,17 +87,17 @@ static napi_status lock_values(struct wn_manager *mgr, struct wn_request *r,
 	}
 	/* Told at the next dispatch if a steal takes it from us. */
 	wlk_lock_on_stolen(lock, stolen, l);
-	return napi_create_bigint_uint64(env, wlk_lock_token(lock), token);
+	return napi_ok;
 }
 
-/* The request completed: onGrant(id, status, lock | null, token). */
+/* The request completed: onGrant(id, status, lock | null). */
 static void granted(struct wlk_async *req, int status, struct wlk_lock *lock,
 		    void *arg)
 {
 	struct wn_request *r = arg;
 	struct wn_manager *mgr = r->mgr;
 	napi_env env = mgr->env;
-	napi_value argv[4];
+	napi_value argv[3];
 	napi_status st;
 
 	(void)req;
@@ -111,16 +113,13 @@ static void granted(struct wlk_async *req, int status, struct wlk_lock *lock,
 	st = napi_create_double(env, r->id, &argv[0]);
 	if (st == napi_ok)
 		st = wn_int(env, status, &argv[1]);
-	if (st == napi_ok && lock) {
-		st = lock_values(mgr, r, lock, &argv[2], &argv[3]);
-	} else if (st == napi_ok) {
+	if (st == napi_ok && lock)
+		st = lock_values(mgr, r, lock, &argv[2]);
+	else if (st == napi_ok)
 		st = napi_get_null(env, &argv[2]);
-		if (st == napi_ok)
-			st = napi_get_undefined(env, &argv[3]);
-	}
 	/* On failure the lock is not left held (lock_values()). */
 	if (st == napi_ok)
-		wn_call(mgr, mgr->on_grant, 4, argv);
+		wn_call(mgr, mgr->on_grant, 3, argv);
 out:
 	request_unref(r);
 }
@@ -139,7 +138,7 @@ napi_value wn_request(napi_env env, napi_callback_info info)
 	size_t argc = 7, len;
 	bool shared, if_available, steal;
 	double timeout_ms, id;
-	char *name;
+	char buf[WN_WTF8_BUF], *name;
 	int rc;
 
 	WN_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
@@ -163,11 +162,12 @@ napi_value wn_request(napi_env env, napi_callback_info info)
 		WN_CHECK(env, wn_int(env, rc, &ret));
 		return ret;
 	}
-	if (wn_to_wtf8(env, argv[1], &name, &len))
+	if (wn_to_wtf8(env, argv[1], buf, &name, &len))
 		return NULL;
 	r = calloc(1, sizeof(*r));
 	if (!r) {
-		free(name);
+		if (name != buf)
+			free(name);
 		WN_CHECK(env, wn_int(env, -12, &ret));
 		return ret;
 	}
@@ -177,7 +177,8 @@ napi_value wn_request(napi_env env, napi_callback_info info)
 	/* Busy before the call: a close() during it completes the request. */
 	wn_manager_busy(mgr, 1);
 	rc = wlk_request_async(mgr->m, name, len, &o, granted, r, &r->async);
-	free(name);
+	if (name != buf)
+		free(name);
 	if (rc) {
 		wn_manager_busy(mgr, -1);
 		free(r);
@@ -228,8 +229,8 @@ napi_value wn_release(napi_env env, napi_callback_info info)
 /*
  * acquire(manager, name, shared, id): the uncontended path. Takes the lock
  * only if it is grantable at once (wlk_acquire() with if_available, which
- * honours the queue, so it never overtakes a waiter), and returns
- * [lock external, token]; null if not grantable (the caller then queues
+ * honours the queue, so it never overtakes a waiter), and returns its
+ * external; null if not grantable (the caller then queues
  * with request(), or reports null to an ifAvailable callback); or a
  * negative code. It saves the round trip through the descriptor that an
  * asynchronous request always makes, even when granted at once.
@@ -240,10 +241,10 @@ napi_value wn_acquire(napi_env env, napi_callback_info info)
 	struct wn_manager *mgr;
 	struct wn_request r = { 0 };
 	struct wlk_lock *lock = NULL;
-	napi_value argv[4], ret, pair[2];
+	napi_value argv[4], ret;
 	size_t argc = 4, len;
 	bool shared;
-	char *name;
+	char buf[WN_WTF8_BUF], *name;
 	int rc;
 
 	WN_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
@@ -258,12 +259,13 @@ napi_value wn_acquire(napi_env env, napi_callback_info info)
 		WN_CHECK(env, wn_int(env, rc, &ret));
 		return ret;
 	}
-	if (wn_to_wtf8(env, argv[1], &name, &len))
+	if (wn_to_wtf8(env, argv[1], buf, &name, &len))
 		return NULL;
 	o.mode = shared ? WLK_SHARED : WLK_EXCLUSIVE;
 	o.if_available = true;
 	rc = wlk_acquire(mgr->m, name, len, &o, &lock);
-	free(name);
+	if (name != buf)
+		free(name);
 	if (rc) {
 		WN_CHECK(env, wn_int(env, rc, &ret));
 		return ret;
@@ -273,9 +275,19 @@ napi_value wn_acquire(napi_env env, napi_callback_info info)
 		return ret;
 	}
 	wn_manager_busy(mgr, 1);
-	WN_CHECK(env, lock_values(mgr, &r, lock, &pair[0], &pair[1]));
-	WN_CHECK(env, napi_create_array_with_length(env, 2, &ret));
-	WN_CHECK(env, napi_set_element(env, ret, 0, pair[0]));
-	WN_CHECK(env, napi_set_element(env, ret, 1, pair[1]));
+	WN_CHECK(env, lock_values(mgr, &r, lock, &ret));
+	return ret;
+}
+
+/* token(lock): the grant's fencing token, a BigInt; also after release. */
+napi_value wn_token(napi_env env, napi_callback_info info)
+{
+	struct wn_lock *l = NULL;
+	napi_value argv[1], ret;
+	size_t argc = 1;
+
+	WN_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+	WN_CHECK(env, napi_get_value_external(env, argv[0], (void **)&l));
+	WN_CHECK(env, napi_create_bigint_uint64(env, l->token, &ret));
 	return ret;
 }

@@ -51,31 +51,47 @@ static size_t put(char *p, uint32_t c)
 	return 4;
 }
 
-/*
- * wn_to_wtf8() - Encode JS string @s; *@out is malloc'd (free() it) and
- * NUL-terminated after *@len bytes. Returns 0, or -1 with an exception
- * pending.
- */
-int wn_to_wtf8(napi_env env, napi_value s, char **out, size_t *len)
-{
-	uint16_t *u;
-	size_t n, i, o = 0;
-	char *b;
+/* Names up to this many UTF-16 units are converted without malloc(). */
+#define SHORT_NAME 128
 
-	if (napi_get_value_string_utf16(env, s, NULL, 0, &n) != napi_ok) {
+/*
+ * wn_to_wtf8() - Encode JS string @s into @buf (WN_WTF8_BUF bytes) if it
+ * fits, else into malloc'd memory; *@out is the result, NUL-terminated
+ * after *@len bytes (free() it if it is not @buf). Returns 0, or -1 with
+ * an exception pending.
+ */
+int wn_to_wtf8(napi_env env, napi_value s, char *buf, char **out,
+	       size_t *len)
+{
+	uint16_t ubuf[SHORT_NAME + 1], *u = ubuf;
+	size_t n, i, o = 0;
+	char *b = buf;
+
+	/* One call for short names: it copies at most SHORT_NAME units. */
+	if (napi_get_value_string_utf16(env, s, ubuf, SHORT_NAME + 1, &n) !=
+	    napi_ok) {
 		wn_throw_napi(env, napi_string_expected);
 		return -1;
 	}
-	u = malloc((n + 1) * sizeof(*u));
+	if (n == SHORT_NAME) {
+		/* It may have been cut: ask for the whole length. */
+		napi_get_value_string_utf16(env, s, NULL, 0, &n);
+		if (n > SHORT_NAME) {
+			u = malloc((n + 1) * sizeof(*u));
+			if (u)
+				napi_get_value_string_utf16(env, s, u, n + 1,
+							    &n);
+		}
+	}
 	/* A UTF-16 unit never takes more than 3 bytes (a pair takes 4). */
-	b = malloc(n * 3 + 1);
+	if (u && n * 3 + 1 > WN_WTF8_BUF)
+		b = malloc(n * 3 + 1);
 	if (!u || !b) {
-		free(u);
-		free(b);
+		if (u != ubuf)
+			free(u);
 		napi_throw_error(env, NULL, "out of memory");
 		return -1;
 	}
-	napi_get_value_string_utf16(env, s, u, n + 1, &n);
 	for (i = 0; i < n; i++) {
 		uint32_t c = u[i];
 
@@ -86,7 +102,8 @@ int wn_to_wtf8(napi_env env, napi_value s, char **out, size_t *len)
 		o += put(b + o, c);
 	}
 	b[o] = '\0';
-	free(u);
+	if (u != ubuf)
+		free(u);
 	*out = b;
 	*len = o;
 	return 0;

@@ -40,6 +40,18 @@ test('names: empty, unicode and astral names round-trip', async (t) => {
   await Promise.all(hs.map((h) => h.done));
 });
 
+test('names: longer than the bucket allows is an Error, not queued',
+  async (t) => {
+    const [m] = managers(t, 'toolong').list;
+    await assert.rejects(m.request('y'.repeat(1025), () => 1),
+      (e) => e.code === 'WLK_ENAMETOOLONG');
+    // 1024 bytes is the default limit: two-byte characters count twice.
+    assert.equal(await m.request('é'.repeat(512), (l) => l.name.length), 512);
+    await assert.rejects(m.request('é'.repeat(513), () => 1),
+      (e) => e.code === 'WLK_ENAMETOOLONG');
+    assert.deepEqual(await m.query(), { held: [], pending: [] });
+  });
+
 test("names: '-' is reserved only as a prefix", async (t) => {
   const [m] = managers(t, 'dash').list;
   assert.equal(await m.request('a-', (l) => l.name), 'a-');
