@@ -145,3 +145,20 @@ test('InvalidStateError once closed; queued requests reject', async (t) => {
   assert.equal(await other.request('a', { ifAvailable: true }, (l) => !!l),
     true);
 });
+
+test('QuotaExceededError when the name table is full', async (t) => {
+  const [m] = managers(t, 'quota').list;
+  // The bucket's default capacity is 1024 names in use (WLK_DEFAULT_MAX_NAMES);
+  // held names are in use, so the 1025th distinct name finds no room.
+  const release = deferred();
+  const all = [];
+  for (let i = 0; i < 1024; i++) {
+    all.push(m.request(`n${i}`, () => release.promise));
+  }
+  await rejectsWith(m.request('one-more', () => 1), 'QuotaExceededError');
+  // Nothing was queued for it, and once names are free it works.
+  assert.ok(!(await m.query()).pending.some((i) => i.name === 'one-more'));
+  release.resolve();
+  await Promise.all(all);
+  assert.equal(await m.request('one-more', (l) => l.name), 'one-more');
+});
