@@ -201,7 +201,7 @@ class LockManager {
       if (typeof got === 'number') return Promise.reject(fromCode(got));
       if (got !== null || ifAvailable) {
         this.#requests.set(id, rec);
-        queueMicrotask(() => this.#granted(id, 0, got));
+        queueMicrotask(() => this.#granted(id, 0, got, true));
         return promise;
       }
     }
@@ -231,8 +231,11 @@ class LockManager {
   }
 
   // The addon completed request id: granted (lock), refused by
-  // ifAvailable (status 0, no lock) or failed (status < 0).
-  #granted(id, status, lock) {
+  // ifAvailable (status 0, no lock) or failed (status < 0). From the
+  // addon this runs inside wlk_manager_dispatch(), where the manager must
+  // not be closed, so the callback itself is run from a microtask, after
+  // dispatch returns (inMicrotask: already there, on the uncontended path).
+  #granted(id, status, lock, inMicrotask = false) {
     const rec = this.#requests.get(id);
     if (!rec) {
       if (lock) native.release(lock);
@@ -264,12 +267,18 @@ class LockManager {
       this.#settle(rec, false, rec.signal.reason);
       return;
     }
-    let result;
     const obj = lock ? new Lock(kCreate, rec.name, rec.mode, lock) : null;
     if (lock) {
       rec.lock = lock;
       this.#held.set(id, rec);
     }
+    if (inMicrotask) this.#invoke(rec, obj);
+    else queueMicrotask(() => this.#invoke(rec, obj));
+  }
+
+  // Run the callback; the lock is held until its promise settles.
+  #invoke(rec, obj) {
+    let result;
     try {
       result = Promise.resolve(rec.callback.call(undefined, obj));
     } catch (e) {

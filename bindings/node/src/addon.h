@@ -47,6 +47,7 @@ struct wn_manager {
 	napi_async_context actx;
 	int refs;              /* its external + every wn_request and wn_lock */
 	bool quiet;            /* being finalized: call no JS */
+	bool counted;          /* its poll close is awaited by the teardown */
 };
 
 /* One request until its completion, shared by the library and JS. */

@@ -114,12 +114,14 @@ int wn_manager_poll(struct wn_manager *mgr)
 static void poll_closed(uv_handle_t *h)
 {
 	struct wn_manager *mgr = h->data;
-	struct wn_instance *inst = mgr->inst;
+	/* Only a poll closed by the teardown may look at the instance: the
+	 * teardown waits for it, so the instance is still there. */
+	struct wn_instance *inst = mgr->counted ? mgr->inst : NULL;
 
 	free(h);
 	wn_manager_unref(mgr);
-	/* At teardown the env waits for the last poll to be closed. */
-	if (inst->teardown && --inst->closing == 0 && inst->hook) {
+	/* At teardown the env waits for the last poll it closed. */
+	if (inst && --inst->closing == 0 && inst->hook) {
 		napi_remove_async_cleanup_hook(inst->hook);
 		inst->hook = NULL;
 	}
@@ -148,6 +150,7 @@ static bool manager_close(struct wn_manager *mgr)
 	if (!mgr->poll)
 		return false;
 	mgr->refs++; /* dropped by poll_closed() */
+	mgr->counted = mgr->inst->teardown;
 	uv_poll_stop(mgr->poll);
 	uv_close((uv_handle_t *)mgr->poll, poll_closed);
 	mgr->poll = NULL;

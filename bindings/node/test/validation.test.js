@@ -162,3 +162,25 @@ test('QuotaExceededError when the name table is full', async (t) => {
   await Promise.all(all);
   assert.equal(await m.request('one-more', (l) => l.name), 'one-more');
 });
+
+test('close() from inside a callback, with requests queued', async (t) => {
+  const { list: [m, other] } = managers(t, 'closeincb', 2);
+  const release = deferred();
+  const granted = deferred();
+  const held = other.request('r', () => {
+    granted.resolve();
+    return release.promise;
+  });
+  await within(granted.promise);
+  // These two complete through the descriptor (queued behind other).
+  const first = m.request('r', () => {
+    m.close(); // inside the callback of a request granted by dispatch
+    return 'closed';
+  });
+  const second = m.request('r', () => 'never');
+  release.resolve();
+  await held;
+  assert.equal(await first, 'closed');
+  await rejectsWith(second, 'InvalidStateError');
+  assert.deepEqual(await other.query(), { held: [], pending: [] });
+});
