@@ -6,6 +6,7 @@
         "src/addon.c",
         "src/errors.c",
         "src/manager.c",
+        "src/poll.c",
         "src/query.c",
         "src/request.c",
         "src/wtf8.c"

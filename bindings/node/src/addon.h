@@ -79,13 +79,16 @@ int wn_to_wtf8(napi_env env, napi_value s, char *buf, char **out,
 napi_status wn_from_wtf8(napi_env env, const char *s, size_t len,
 			 napi_value *out);
 
-/* manager.c */
+/* poll.c */
 void wn_manager_busy(struct wn_manager *mgr, int delta);
-void wn_manager_unref(struct wn_manager *mgr);
 int wn_manager_poll(struct wn_manager *mgr);
+void wn_poll_closed(uv_handle_t *h);
 bool wn_quiet(struct wn_manager *mgr);
 napi_status wn_call(struct wn_manager *mgr, napi_ref fn, size_t argc,
 		    const napi_value *argv);
+
+/* manager.c */
+void wn_manager_unref(struct wn_manager *mgr);
 struct wn_manager *wn_manager_get(napi_env env, napi_value v);
 napi_value wn_open(napi_env env, napi_callback_info info);
 napi_value wn_close(napi_env env, napi_callback_info info);
