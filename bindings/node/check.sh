@@ -58,10 +58,13 @@ if ! bash "$pkg/scripts/build-addon.sh" "$pkg"; then
 	echo "0 passed, 1 failed"
 	exit 1
 fi
-# The addon must load BUILDDIR's library, not an installed one.
-if ! ldd "$pkg/build/Release/weblocks.node" | grep -q "$builddir/lib/.libs/"; then
+# The addon must load BUILDDIR's library, not an installed one. (ldd's
+# output is kept first: with pipefail, grep -q closing the pipe early
+# would make a match look like a failure.)
+libs=$(ldd "$pkg/build/Release/weblocks.node" 2>&1)
+if [[ $libs != *"$builddir/lib/.libs/"* ]]; then
 	say "the addon does not load $builddir/lib/.libs/libweblocks.so:"
-	ldd "$pkg/build/Release/weblocks.node"
+	echo "$libs"
 	echo "0 passed, 1 failed"
 	exit 1
 fi
