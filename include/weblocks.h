@@ -522,7 +522,9 @@ WLK_EXPORT const char *wlk_manager_client_id(const struct wlk_manager *m);
  * * %WLK_EINVAL, %WLK_ESECURITY, %WLK_ENAMETOOLONG - as for
  *   wlk_manager_open().
  * * -ENOENT - there is no such segment.
- * * -EBUSY - a process has the bucket open.
+ * * -EBUSY - a process has the bucket open: a manager not closed, or a
+ *   lock handle not released yet (a closed manager's handles keep its
+ *   bucket mapped until wlk_release(), which then returns %WLK_ESTATE).
  * * other -errno values from shm_open() or fcntl().
  */
 WLK_EXPORT int wlk_bucket_remove(const char *origin,
