@@ -10,6 +10,8 @@
 #include "engine.h"
 
 /* request.c */
+int wlk__request_run(struct wlk_lock *l, wlk_callback cb, void *arg)
+	WLK_INTERNAL;
 int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t len,
 		       const struct wlk_options **o, struct wlk_options *copy,
 		       struct wlk_lock **out) WLK_INTERNAL;

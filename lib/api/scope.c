@@ -158,35 +158,18 @@ WLK_EXPORT int wlk_acquire_scope(struct wlk_manager *m,
 	return 0;
 }
 
-/* A thread cancelled inside the callback must not keep the lock. */
-static void release_on_cancel(void *arg)
-{
-	wlk_release(arg);
-}
-
 WLK_EXPORT int wlk_request_scope(struct wlk_manager *m,
 				 const struct wlk_name *names, size_t n,
 				 const struct wlk_options *o, wlk_callback cb,
 				 void *arg)
 {
 	struct wlk_lock *l = NULL;
-	int rc, ret;
+	int rc;
 
 	if (!cb)
 		return WLK_EINVAL;
 	rc = wlk_acquire_scope(m, names, n, o, &l);
-	if (rc)
-		return rc;
-	pthread_cleanup_push(release_on_cancel, l);
-	ret = cb(l, arg);
-	pthread_cleanup_pop(0);
-	if (!l)
-		return ret;
-	rc = wlk_release(l);
-	/* As wlk_request(): the released promise's rejection wins. */
-	return rc == WLK_ESTOLEN || rc == WLK_ESTATE || rc == WLK_ECORRUPT
-		       ? rc
-		       : ret;
+	return rc ? rc : wlk__request_run(l, cb, arg);
 }
 
 WLK_EXPORT size_t wlk_lock_scope_count(const struct wlk_lock *l)
