@@ -34,4 +34,27 @@ int wlk__scope_begin(struct wlk_manager *m, const struct wlk_name *names,
 bool wlk__manager_enter(struct wlk_manager *m) WLK_INTERNAL;
 void wlk__manager_leave(struct wlk_manager *m) WLK_INTERNAL;
 
+/*
+ * wlk__acquire_with() - the engine's acquire of new handle @l, after the
+ * checks: 0 with *@out the lock, or NULL for an if_available miss (@l
+ * freed and the manager's reference dropped); an error, likewise.
+ * Inline: the uncontended path keeps one frame.
+ */
+static inline __attribute__((always_inline)) int
+wlk__acquire_with(struct wlk_manager *m, struct wlk_lock *l,
+		  const struct wlk_options *o, struct wlk_lock **out)
+{
+	bool held = false;
+	int rc = m->e->acquire(m, l, o, &held);
+
+	if (rc || !held) {
+		wlk__lock_free(l);
+		wlk__manager_leave(m);
+		*out = NULL;
+		return rc;
+	}
+	*out = l; /* keeps the manager reference taken by the checks */
+	return 0;
+}
+
 #endif /* WLK_API_H */

@@ -85,21 +85,10 @@ acquire(struct wlk_manager *m, const char *name, size_t len,
 {
 	struct wlk_options copy;
 	struct wlk_lock *l;
-	bool held = false;
 	int rc;
 
 	rc = begin(m, name, len, &o, &copy, &l);
-	if (rc)
-		return rc;
-	rc = m->e->acquire(m, l, o, &held);
-	if (rc || !held) {
-		wlk__lock_free(l);
-		wlk__manager_leave(m);
-		*out = NULL; /* an if_available miss: 0 and no lock */
-		return rc;
-	}
-	*out = l; /* keeps the manager reference taken above */
-	return 0;
+	return rc ? rc : wlk__acquire_with(m, l, o, out);
 }
 
 WLK_EXPORT int wlk_acquire(struct wlk_manager *m, const char *name,

@@ -138,24 +138,16 @@ WLK_EXPORT int wlk_acquire_scope(struct wlk_manager *m,
 {
 	struct wlk_options copy;
 	struct wlk_lock *l;
-	bool held = false;
 	int rc;
 
 	if (!out)
 		return WLK_EINVAL;
 	rc = wlk__scope_begin(m, names, n, &o, &copy, &l);
-	if (rc)
-		return rc;
-	rc = m->e->acquire(m, l, o, &held);
-	if (rc || !held) {
-		wlk__lock_free(l);
-		wlk__manager_leave(m);
-		if (!rc)
-			*out = NULL; /* an if_available miss */
-		return rc;
-	}
-	*out = l;
-	return 0;
+	if (!rc)
+		rc = wlk__acquire_with(m, l, o, &l);
+	if (!rc)
+		*out = l; /* NULL for an if_available miss */
+	return rc;
 }
 
 WLK_EXPORT int wlk_request_scope(struct wlk_manager *m,
