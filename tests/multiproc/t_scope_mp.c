@@ -5,6 +5,7 @@
  * name; one that dies granting a scope leaves it granted whole; FIFO
  * across processes; and scopes listed in opposite orders never deadlock.
  */
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -328,4 +329,64 @@ Test(scope_mp, a_stealer_dying_halfway_steals_everything, T_FIX,
      .timeout = 30)
 {
 	steal_dies("steal_mid");
+}
+
+/* Child: hold "b" until killed. */
+static int child_hold_b(void *arg)
+{
+	struct kid *k = arg;
+	struct wlk_manager *m = NULL;
+	struct wlk_lock *l = NULL;
+	char c;
+
+	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 10);
+	T_CHILD_CHECK(wlk_acquire(m, "b", 1, NULL, &l) == 0, 11);
+	T_CHILD_CHECK(t_put_byte(k->up.wr, 'h') == 0, 12);
+	T_CHILD_CHECK(t_get(k->down.rd, &c, 1, 3 * T_WAIT_MS) == 0, 13);
+	return 14; /* killed before this */
+}
+
+/* A thread waiting for the scope {a, b} in wlk_acquire_scope(). */
+static void *scope_waiter(void *arg)
+{
+	struct wlk_manager *m = arg;
+	struct wlk_lock *l = NULL;
+	intptr_t rc = wlk_acquire_scope(m, ab, 2, NULL, &l);
+
+	if (!rc)
+		rc = wlk_release(l);
+	return (void *)rc;
+}
+
+/* A blocking scope waits on its lead ("a"), but watches the holders of
+ * every name: the death of the holder of "b" grants it at once, not after
+ * a recheck. */
+Test(scope_mp, a_waiter_sees_the_death_of_a_holder_of_any_name, T_FIX,
+     .timeout = 30)
+{
+	struct wlk_manager *m = t_open();
+	struct kid k;
+	pthread_t th;
+	void *ret;
+	uint64_t t0;
+	pid_t pid;
+
+	kid_open(&k);
+	pid = t_fork(child_hold_b, &k);
+	cr_assert_eq(t_get_byte(k.up.rd), 'h', "child did not take b");
+	cr_assert_eq(pthread_create(&th, NULL, scope_waiter, m), 0);
+	cr_assert(t_wait_pending(m, "b", 1, 1));
+	t0 = t_now_ns();
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
+	cr_assert_eq(pthread_join(th, &ret), 0);
+	T_ASSERT_RC((int)(intptr_t)ret, 0);
+	/* Well within the 1 s safety recheck that would find an unwatched
+	 * dead blocker. */
+	cr_assert_lt(t_now_ns() - t0, 500 * 1000000ull,
+		     "granted %.1f ms after the death",
+		     (double)(t_now_ns() - t0) / 1e6);
+	cr_assert_eq(t_entries_of(m, pid), 0);
+	t_assert_valid(m, NULL);
+	kid_close(&k);
 }
