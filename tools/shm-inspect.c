@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "layout-id.h" /* generated from lib/format/layout.h (Makefile.am) */
 #include "shm-inspect.h"
 
 const char *progname = "shm-inspect";
@@ -50,7 +51,10 @@ static const char help_text[] =
 	"\n"
 	"TARGET is --origin ORIGIN (its bucket \"default\" and partition\n"
 	"\"\" unless given), --segment SEGMENT (a file in /dev/shm:\n"
-	"wlk6-1000-<hash>, /wlk6-..., or /dev/shm/wlk6-...), or one of\n"
+	"wlk" SHM_INSPECT_LAYOUT "-1000-<hash>, /wlk" SHM_INSPECT_LAYOUT
+	"-..., or /dev/shm/wlk" SHM_INSPECT_LAYOUT "-...; "
+	SHM_INSPECT_LAYOUT " is the\n"
+	"segment layout version this build reads), or one of\n"
 	"them alone: a SEGMENT if it has no ':' and starts with '/' or with\n"
 	"'wlk', digits and '-'; else an ORIGIN. An origin that looks like a\n"
 	"segment (\"/srv/app\") needs --origin.\n"
@@ -223,8 +227,8 @@ static int help(void)
 
 static int version(void)
 {
-	printf("shm-inspect (libweblocks) %s, JSON format %s\n",
-	       PACKAGE_VERSION, FORMAT_ID);
+	printf("shm-inspect (libweblocks) %s, segment layout %s, JSON format "
+	       "%s\n", PACKAGE_VERSION, SHM_INSPECT_LAYOUT, FORMAT_ID);
 	return flush_stdout();
 }
 
