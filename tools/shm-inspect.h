@@ -22,6 +22,9 @@ enum {
 	EXIT_DAMAGED = 3, /* inconsistent or damaged segment */
 	EXIT_VERSION = 4, /* incompatible layout version (WLK_EFORMAT) */
 	EXIT_DEADLOCK = 5, /* check: sound, but clients wait for each other */
+	EXIT_STALE = 6,    /* check: locks held by dead processes, or no live
+			      process attached (remove.c) */
+	EXIT_BUSY = 7,     /* rm: in use, and no --force */
 };
 
 /* Not a library code: the segment shrank while mapped (SIGBUS). */
@@ -96,8 +99,12 @@ long find_deadlocks(const struct wlk_inspect_snapshot *s,
 long text_deadlocks(FILE *f, const struct wlk_inspect_snapshot *s);
 void json_deadlocks(struct json *j, const struct wlk_inspect_snapshot *s);
 
-/* list.c and check.c */
+/* list.c, check.c and remove.c */
 int cmd_list(bool json);
 int cmd_check(const struct target *t, bool repair);
+int cmd_rm(const struct target *t, bool force);
+int cmd_gc(bool dry_run);
+/* No process attached is alive (all dead, or none): nobody uses it. */
+bool segment_stale(const struct wlk_inspect_snapshot *s);
 
 #endif /* SHM_INSPECT_H */

@@ -187,8 +187,8 @@ static void text_locks(FILE *f, const struct wlk_inspect_snapshot *s)
 	for (size_t i = 0; i < s->n_requests; i = name_end(s, i))
 		if (s->requests[i].state != WLK_REQ_STOLEN)
 			names++;
-	fprintf(f, "Locks: %zu held, %zu pending, %zu stolen on %zu names\n",
-		c.held, c.pending, c.stolen, names);
+	fprintf(f, "Locks: %zu held, %zu pending, %zu stolen on %zu name%s\n",
+		c.held, c.pending, c.stolen, names, names == 1 ? "" : "s");
 	for (size_t i = 0, e; i < s->n_requests; i = e) {
 		const struct wlk_inspect_request *q = &s->requests[i];
 
