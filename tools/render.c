@@ -261,7 +261,8 @@ static void json_pending(struct json *j, const struct wlk_inspect_snapshot *s,
 	json_end(j);
 	json_array_flat(j, "ahead");
 	for (size_t i = b; i < k; i++)
-		if (s->requests[i].state == WLK_REQ_PENDING)
+		if (s->requests[i].state == WLK_REQ_PENDING &&
+		    conflicts(p, &s->requests[i]))
 			json_u64(j, NULL, s->requests[i].slot);
 	json_end(j);
 	json_end(j);

@@ -244,15 +244,18 @@ static void text_blocked(FILE *f, const struct wlk_inspect_snapshot *s,
 		fprintf(f, " (holds %s, token %" PRIu64 ")", mode_name(h->mode),
 			h->token);
 	}
+	/* A shared request ahead does not keep a shared one waiting: they
+	 * are granted together. Only conflicting ones count. */
 	for (size_t i = b; i < k; i++)
-		ahead += s->requests[i].state == WLK_REQ_PENDING;
+		ahead += s->requests[i].state == WLK_REQ_PENDING &&
+			 conflicts(p, &s->requests[i]);
 	if (ahead)
 		fprintf(f, "%s%zu request%s ahead:", holders ? "; " : " ",
 			ahead, ahead == 1 ? "" : "s");
 	for (size_t i = k; i-- > b && shown < AHEAD_SHOWN;) {
 		const struct wlk_inspect_request *q = &s->requests[i];
 
-		if (q->state != WLK_REQ_PENDING)
+		if (q->state != WLK_REQ_PENDING || !conflicts(p, q))
 			continue;
 		fputs(shown++ ? ", " : " ", f);
 		put_owner(f, s, q);

@@ -316,6 +316,64 @@ Test(inspect, live_holders_and_queue_in_text_and_json, T_FIX, .timeout = 60)
 	kid_close(&kd);
 }
 
+/* Who blocks whom: a shared request behind a shared one is blocked by
+ * the exclusive holder only, not by the shared request ahead of it, with
+ * which it will be granted. */
+Test(inspect, a_shared_request_is_blocked_only_by_conflicting_ones, T_FIX,
+     .timeout = 60)
+{
+	struct wlk_manager *m = t_open();
+	struct kid ka, kb, kc;
+	const struct tj *pend;
+	struct tj *doc;
+	struct run run;
+	pid_t pa, pb, pc;
+	uint64_t ta;
+	char want[256];
+
+	kid_open(&ka, "holder-A", "r", WLK_EXCLUSIVE);
+	kid_open(&kb, "reader-B", "r", WLK_SHARED);
+	kid_open(&kc, "reader-C", "r", WLK_SHARED);
+	pa = t_fork(child_lock, &ka);
+	ta = kid_token(&ka);
+	pb = t_fork(child_lock, &kb);
+	cr_assert(t_wait_pending(m, "r", 1, 1));
+	pc = t_fork(child_lock, &kc);
+	cr_assert(t_wait_pending(m, "r", 1, 2));
+
+	RUN(&run, "dump", t_origin);
+	expect_exit(&run, 0, "dump");
+	snprintf(want, sizeof(want),
+		 "\"reader-C\" (shared, #1 on \"r\") waits for pid %d "
+		 "\"holder-A\" (holds exclusive, token %llu)\n",
+		 pa, (unsigned long long)ta);
+	cr_assert_not_null(strstr(run.out, want), "%s", run.out);
+	run_free(&run);
+
+	RUN(&run, "dump", "--json", t_origin);
+	expect_exit(&run, 0, "dump --json");
+	doc = parse_json(&run, "dump --json");
+	pend = tj_get(find_name(doc, "r", 1), "pending");
+	cr_assert_eq(pend->n, 2);
+	expect_slots(tj_path(tj_at(pend, 1), "blocked_by", "ahead", NULL),
+		     NULL, 0);
+	tj_free(doc);
+	run_free(&run);
+
+	/* The release grants both readers at once. */
+	t_put_byte(ka.down.wr, 'r');
+	kid_token(&kb);
+	kid_token(&kc);
+	t_put_byte(kb.down.wr, 'r');
+	t_put_byte(kc.down.wr, 'r');
+	cr_assert_eq(t_wait(pa, T_WAIT_MS), 0);
+	cr_assert_eq(t_wait(pb, T_WAIT_MS), 0);
+	cr_assert_eq(t_wait(pc, T_WAIT_MS), 0);
+	kid_close(&ka);
+	kid_close(&kb);
+	kid_close(&kc);
+}
+
 /* Child: take "x" as "doomed", send the token, then wait to be killed. */
 static int child_doomed(void *arg)
 {
