@@ -67,6 +67,12 @@ struct counts {
 	size_t alive, dead, unknown, held, pending, stolen;
 };
 const char *liveness_name(enum wlk_liveness l);
+/* Room for a process name (the kernel's TASK_COMM_LEN is 16). */
+#define COMM_SIZE 64
+/* A live agent's process name, from /proc/PID/comm (lslocks' COMMAND),
+ * into @buf; NULL if dead, unknown or unreadable. */
+const char *agent_command(const struct wlk_inspect_agent *a, char *buf,
+			  size_t size);
 const char *state_name(const struct wlk_inspect_header *h);
 const char *mode_name(enum wlk_mode m);
 const char *base_name(const char *path);

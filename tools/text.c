@@ -112,9 +112,16 @@ static void text_agents(FILE *f, const struct wlk_inspect_snapshot *s)
 	fprintf(f, "Agents: %zu\n", s->n_agents);
 	for (size_t i = 0; i < s->n_agents; i++) {
 		const struct wlk_inspect_agent *a = &s->agents[i];
+		char comm[COMM_SIZE];
+		const char *cmd = agent_command(a, comm, sizeof(comm));
 
-		fprintf(f, "  slot %" PRIu32 ": pid %d, %s, clients", a->slot,
+		fprintf(f, "  slot %" PRIu32 ": pid %d, %s", a->slot,
 			(int)a->pid, liveness_name(a->liveness));
+		if (cmd) {
+			fputs(", command ", f);
+			put_cstr(f, cmd);
+		}
+		fputs(", clients", f);
 		for (size_t c = 0; c < s->n_clients; c++) {
 			if (s->clients[c].agent != (int)i)
 				continue;

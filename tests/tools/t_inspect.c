@@ -1575,3 +1575,37 @@ Test(inspect, stolen_lock_listed_until_its_holder_releases, T_FIX,
 	tj_free(doc);
 	run_free(&run);
 }
+
+/* The COMMAND of a live agent (lslocks' column): /proc/PID/comm. */
+Test(inspect, a_live_agent_shows_its_command, T_FIX, .timeout = 60)
+{
+	struct wlk_manager *m = t_open();
+	char comm[64] = "", want[128];
+	const struct tj *a;
+	struct tj *doc;
+	struct run run;
+	FILE *f = fopen("/proc/self/comm", "r");
+
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(comm, sizeof(comm), f));
+	fclose(f);
+	comm[strcspn(comm, "\n")] = '\0';
+
+	RUN(&run, "dump", "--json", t_origin);
+	expect_exit(&run, 0, "dump --json");
+	doc = parse_json(&run, "dump --json");
+	a = find_agent(doc, getpid());
+	cr_assert_not_null(a, "%s", run.out);
+	cr_assert(tj_str_is(tj_get(a, "command"), comm, strlen(comm)), "%s",
+		  run.out);
+	tj_free(doc);
+	run_free(&run);
+
+	RUN(&run, "dump", t_origin);
+	expect_exit(&run, 0, "dump");
+	snprintf(want, sizeof(want), "pid %d, alive, command \"%s\", clients",
+		 (int)getpid(), comm);
+	cr_assert_not_null(strstr(run.out, want), "%s", run.out);
+	run_free(&run);
+	wlk_manager_close(m);
+}
