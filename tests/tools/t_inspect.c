@@ -1607,5 +1607,5 @@ Test(inspect, a_live_agent_shows_its_command, T_FIX, .timeout = 60)
 		 (int)getpid(), comm);
 	cr_assert_not_null(strstr(run.out, want), "%s", run.out);
 	run_free(&run);
-	wlk_manager_close(m);
+	t_close(m);
 }

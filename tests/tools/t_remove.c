@@ -62,7 +62,7 @@ Test(remove, rm_refuses_a_bucket_in_use_unless_forced, T_FIX, .timeout = 60)
 	RUN_EXIT(0, "dump after the refusal", "dump", t_origin);
 	RUN_EXIT(0, "rm --force", "rm", "--force", t_origin);
 	RUN_EXIT(EXIT_OPEN, "dump after rm --force", "dump", t_origin);
-	wlk_manager_close(m);
+	t_close(m);
 }
 
 Test(remove, rm_of_an_unused_bucket, T_FIX, .timeout = 60)
@@ -71,7 +71,7 @@ Test(remove, rm_of_an_unused_bucket, T_FIX, .timeout = 60)
 	char *path = segment_path();
 	struct run r;
 
-	wlk_manager_close(m);
+	t_close(m);
 	RUN(&r, "rm", "--segment", path);
 	expect_exit(&r, 0, "rm SEGMENT");
 	cr_assert_not_null(strstr(r.out, "removed "), "%s", r.out);
