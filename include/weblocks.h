@@ -27,6 +27,8 @@
  *    WLK_E* codes; wlk_error_name() gives the DOMException name.
  *  - timeout_ns is an extension: a deadline after which a request that was
  *    not yet granted leaves the queue with WLK_ETIMEDOUT.
+ *  - Scopes are an extension from the spec's early draft: one request for a
+ *    set of names, granted on all of them at once (SCOPES below).
  *
  * Two more headers: weblocks/async.h, requests that complete through a
  * pollable descriptor, for event loops; weblocks/inspect.h, read-only
@@ -39,7 +41,8 @@
  * steal, close): when wlk_release() returns, the requests it unblocked are
  * already in the held set. A shared request queued behind a queued exclusive
  * one waits, even while only shared locks are held, so writers never starve.
- * Locks are not re-entrant.
+ * Locks are not re-entrant. (With scopes in a bucket, one rule is added:
+ * SCOPES below.)
  *
  * CONVENTIONS
  *
@@ -519,7 +522,9 @@ WLK_EXPORT const char *wlk_manager_client_id(const struct wlk_manager *m);
  * * %WLK_EINVAL, %WLK_ESECURITY, %WLK_ENAMETOOLONG - as for
  *   wlk_manager_open().
  * * -ENOENT - there is no such segment.
- * * -EBUSY - a process has the bucket open.
+ * * -EBUSY - a process has the bucket open: a manager not closed, or a
+ *   lock handle not released yet (a closed manager's handles keep its
+ *   bucket mapped until wlk_release(), which then returns %WLK_ESTATE).
  * * other -errno values from shm_open() or fcntl().
  */
 WLK_EXPORT int wlk_bucket_remove(const char *origin,

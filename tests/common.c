@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* common.c - fixtures, query, pipe, thread and fork helpers for the tests. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -143,6 +144,65 @@ static void t_unlink_mapped_segments(void)
 			(void)unlink(p);
 	}
 	fclose(f);
+}
+
+/* Name on stderr the processes that have @path open (for the log). */
+static void t_report_holders(const char *path)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char dir[300], link[600], to[256];
+		DIR *fds;
+		struct dirent *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(dir, sizeof(dir), "/proc/%s/fd", e->d_name);
+		fds = opendir(dir);
+		while (fds && (f = readdir(fds))) {
+			ssize_t n;
+
+			snprintf(link, sizeof(link), "%s/%s", dir, f->d_name);
+			n = readlink(link, to, sizeof(to) - 1);
+			if (n <= 0)
+				continue;
+			to[n] = '\0';
+			if (!strcmp(to, path))
+				fprintf(stderr, "t_fini: %s is open in pid %s "
+					"(fd %s)\n", path, e->d_name,
+					f->d_name);
+		}
+		if (fds)
+			closedir(fds);
+	}
+	if (d)
+		closedir(d);
+}
+
+/*
+ * A bucket the test is done with that some process still has open (after
+ * every manager of this one was closed): say who, for the log, and unlink
+ * its segment, which is this test's alone (its origin is unique), so that
+ * nothing is left in /dev/shm.
+ */
+static void t_remove_busy(const char *origin,
+			  const struct wlk_manager_options *o)
+{
+	struct wlk_inspect_snapshot *s = NULL;
+	struct wlk_inspect *in = NULL;
+
+	if (wlk_inspect_open(origin, o, 0, &in))
+		return;
+	if (!wlk_inspect_snapshot(in, &s)) {
+		fprintf(stderr, "t_fini: %s: bucket busy after the test\n",
+			origin);
+		t_report_holders(s->header.path);
+		(void)unlink(s->header.path);
+		wlk_inspect_snapshot_free(s);
+	}
+	wlk_inspect_close(in);
 }
 
 /* The /dev/shm path of the first weblocks segment this process maps. */
@@ -343,8 +403,10 @@ void t_fini(void)
 		};
 
 		/* -ENOENT: never created, or the test removed it. */
-		if (wlk_bucket_remove(b->origin, &o) == -EBUSY)
+		if (wlk_bucket_remove(b->origin, &o) == -EBUSY) {
 			busy = true;
+			t_remove_busy(b->origin, &o);
+		}
 		free(b->origin);
 		free(b->bucket);
 		free(b->partition);

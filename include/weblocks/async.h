@@ -95,7 +95,8 @@ typedef void (*wlk_stolen_cb)(struct wlk_lock *lock, void *arg);
  * @name_len: as for wlk_request().
  * @o:        options, or NULL for the defaults.
  * @cb:       run once, from wlk_manager_dispatch() (or from
- *            wlk_manager_close(), with %WLK_ESTATE).
+ *            wlk_manager_close(), with %WLK_ESTATE, or %WLK_EABORTED for
+ *            a request cancelled before the close).
  * @arg:      passed to @cb.
  * @out:      receives the request handle, valid until @cb returns; or NULL.
  *
@@ -145,11 +146,14 @@ WLK_EXPORT int wlk_request_scope_async(struct wlk_manager *m,
  * wlk_async_cancel() - Abort an asynchronous request.
  * @req: a request whose callback has not run yet.
  *
- * Like aborting its signal: the callback runs at the next dispatch with
- * %WLK_EABORTED, and the request leaves its queue; if it was granted in the
- * meantime, the lock is released. Cancelling twice is harmless.
+ * Like aborting its signal: the request leaves its queue before this
+ * returns (a wlk_query() made after it does not show it; the requests
+ * behind it may be granted), or, if it was granted in the meantime, the
+ * lock is released; the callback runs at the next dispatch with
+ * %WLK_EABORTED. Cancelling twice is harmless.
  *
- * Context: thread-safe; not from @req's own callback.
+ * Context: thread-safe; not from @req's own callback. Takes the segment
+ * mutex briefly, like wlk_request_async().
  *
  * Return: 0, or %WLK_EINVAL if @req is NULL.
  */
@@ -193,7 +197,9 @@ WLK_EXPORT int wlk_manager_fd(struct wlk_manager *m);
  * Drains the descriptor, completes requests that were granted, aborted,
  * cancelled or timed out, notices stolen locks and dead blockers, and runs
  * the callbacks on the calling thread with no library lock held (a callback
- * may request, release, query, cancel, and dispatch again): the requests'
+ * may request, release, query, cancel, dispatch again, and close @m: the
+ * callbacks this dispatch found ready still run, and those of requests not
+ * completed yet run inside the close, with %WLK_ESTATE): the requests'
  * callbacks in the order the requests were made, then the stolen-lock
  * callbacks. Never blocks on other lock holders. A deadline that passed
  * after the request was granted does not count: it completes granted.

@@ -10,6 +10,8 @@
 #include "engine.h"
 
 /* request.c */
+int wlk__request_run(struct wlk_lock *l, wlk_callback cb, void *arg)
+	WLK_INTERNAL;
 int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t len,
 		       const struct wlk_options **o, struct wlk_options *copy,
 		       struct wlk_lock **out) WLK_INTERNAL;
@@ -31,5 +33,28 @@ int wlk__scope_begin(struct wlk_manager *m, const struct wlk_name *names,
 /* manager.c */
 bool wlk__manager_enter(struct wlk_manager *m) WLK_INTERNAL;
 void wlk__manager_leave(struct wlk_manager *m) WLK_INTERNAL;
+
+/*
+ * wlk__acquire_with() - the engine's acquire of new handle @l, after the
+ * checks: 0 with *@out the lock, or NULL for an if_available miss (@l
+ * freed and the manager's reference dropped); an error, likewise.
+ * Inline: the uncontended path keeps one frame.
+ */
+static inline __attribute__((always_inline)) int
+wlk__acquire_with(struct wlk_manager *m, struct wlk_lock *l,
+		  const struct wlk_options *o, struct wlk_lock **out)
+{
+	bool held = false;
+	int rc = m->e->acquire(m, l, o, &held);
+
+	if (rc || !held) {
+		wlk__lock_free(l);
+		wlk__manager_leave(m);
+		*out = NULL;
+		return rc;
+	}
+	*out = l; /* keeps the manager reference taken by the checks */
+	return 0;
+}
 
 #endif /* WLK_API_H */

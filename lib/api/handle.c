@@ -74,6 +74,19 @@ void wlk__lock_free(struct wlk_lock *l)
 	spare = l;
 }
 
+/* The base of a new handle but its name (the engine's part is its own). */
+static inline void handle_init(struct wlk_lock *l, struct wlk_manager *m,
+			       enum wlk_mode mode,
+			       struct wlk__lock_name *scope, uint32_t n_scope)
+{
+	l->m = m;
+	l->mode = mode;
+	l->watched = false;
+	l->on_stolen = NULL;
+	l->scope = scope;
+	l->n_scope = n_scope;
+}
+
 struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 			       size_t len, enum wlk_mode mode)
 {
@@ -92,12 +105,7 @@ struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
 	}
 	if (!l)
 		return NULL;
-	l->m = m;
-	l->mode = mode;
-	l->watched = false;
-	l->on_stolen = NULL;
-	l->scope = NULL;
-	l->n_scope = 0;
+	handle_init(l, m, mode, NULL, 0);
 	l->name_len = len;
 	l->name = (char *)l + head;
 	memcpy(l->name, name, len);
@@ -124,12 +132,8 @@ struct wlk_lock *wlk__lock_new_scope(struct wlk_manager *m,
 	l = malloc(head + table + bytes);
 	if (!l)
 		return NULL;
-	l->m = m;
-	l->mode = mode;
-	l->watched = false;
-	l->on_stolen = NULL;
-	l->scope = (struct wlk__lock_name *)((char *)l + head);
-	l->n_scope = (uint32_t)n;
+	handle_init(l, m, mode, (struct wlk__lock_name *)((char *)l + head),
+		    (uint32_t)n);
 	p = (char *)l->scope + table;
 	for (size_t i = 0; i < n; i++) {
 		memcpy(p, names[i].name, names[i].len);

@@ -85,21 +85,10 @@ acquire(struct wlk_manager *m, const char *name, size_t len,
 {
 	struct wlk_options copy;
 	struct wlk_lock *l;
-	bool held = false;
 	int rc;
 
 	rc = begin(m, name, len, &o, &copy, &l);
-	if (rc)
-		return rc;
-	rc = m->e->acquire(m, l, o, &held);
-	if (rc || !held) {
-		wlk__lock_free(l);
-		wlk__manager_leave(m);
-		*out = NULL; /* an if_available miss: 0 and no lock */
-		return rc;
-	}
-	*out = l; /* keeps the manager reference taken above */
-	return 0;
+	return rc ? rc : wlk__acquire_with(m, l, o, out);
 }
 
 WLK_EXPORT int wlk_acquire(struct wlk_manager *m, const char *name,
@@ -151,18 +140,16 @@ static void release_on_cancel(void *arg)
 	wlk_release(arg);
 }
 
-WLK_EXPORT int wlk_request(struct wlk_manager *m, const char *name,
-			   size_t name_len, const struct wlk_options *o,
-			   wlk_callback cb, void *arg)
+/*
+ * wlk__request_run() - the callback part of wlk_request() and
+ * wlk_request_scope(): run @cb with lock @l (NULL for an if_available
+ * miss), then release it. Return: @cb's value, or the release's code
+ * that stands for the spec's released promise rejecting.
+ */
+int wlk__request_run(struct wlk_lock *l, wlk_callback cb, void *arg)
 {
-	struct wlk_lock *l = NULL;
 	int rc, ret;
 
-	if (!cb)
-		return WLK_EINVAL;
-	rc = acquire_for_request(m, name, name_len, o, &l);
-	if (rc)
-		return rc;
 	pthread_cleanup_push(release_on_cancel, l);
 	ret = cb(l, arg);
 	pthread_cleanup_pop(0);
@@ -174,6 +161,19 @@ WLK_EXPORT int wlk_request(struct wlk_manager *m, const char *name,
 	return rc == WLK_ESTOLEN || rc == WLK_ESTATE || rc == WLK_ECORRUPT
 		       ? rc
 		       : ret;
+}
+
+WLK_EXPORT int wlk_request(struct wlk_manager *m, const char *name,
+			   size_t name_len, const struct wlk_options *o,
+			   wlk_callback cb, void *arg)
+{
+	struct wlk_lock *l = NULL;
+	int rc;
+
+	if (!cb)
+		return WLK_EINVAL;
+	rc = acquire_for_request(m, name, name_len, o, &l);
+	return rc ? rc : wlk__request_run(l, cb, arg);
 }
 
 WLK_EXPORT const char *wlk_lock_name(const struct wlk_lock *l, size_t *len)

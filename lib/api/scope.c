@@ -28,14 +28,15 @@ static int name_cmp(const void *pa, const void *pb)
 }
 
 /*
- * The scope's distinct names in byte order, in a new array (*@out, *@k),
- * with their lengths resolved. Return: 0, WLK_EINVAL (a NULL name, none,
- * more than WLK_SCOPE_MAX distinct) or -ENOMEM.
+ * The scope's distinct names in byte order, in @buf (WLK_SCOPE_MAX of
+ * them) or, for more names given, a new array: *@out, *@k, with their
+ * lengths resolved. Return: 0, WLK_EINVAL (a NULL name, none, more than
+ * WLK_SCOPE_MAX distinct) or -ENOMEM.
  */
 static int sorted(const struct wlk_name *names, size_t n,
-		  struct wlk_name **out, size_t *k)
+		  struct wlk_name *buf, struct wlk_name **out, size_t *k)
 {
-	struct wlk_name *v;
+	struct wlk_name *v = buf;
 	size_t u = 0;
 
 	if (!names || n == 0)
@@ -43,7 +44,8 @@ static int sorted(const struct wlk_name *names, size_t n,
 	for (size_t i = 0; i < n; i++)
 		if (!names[i].name)
 			return WLK_EINVAL;
-	v = malloc(n * sizeof(*v));
+	if (n > WLK_SCOPE_MAX)
+		v = malloc(n * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -56,7 +58,8 @@ static int sorted(const struct wlk_name *names, size_t n,
 		if (u == 0 || name_cmp(&v[u - 1], &v[i]))
 			v[u++] = v[i];
 	if (u > WLK_SCOPE_MAX) {
-		free(v);
+		if (v != buf)
+			free(v);
 		return WLK_EINVAL;
 	}
 	*out = v;
@@ -95,7 +98,7 @@ int wlk__scope_begin(struct wlk_manager *m, const struct wlk_name *names,
 		     struct wlk_options *copy, struct wlk_lock **out)
 {
 	const struct wlk_options *opt = *o;
-	struct wlk_name *v = NULL;
+	struct wlk_name buf[WLK_SCOPE_MAX], *v = NULL;
 	struct wlk_lock *l = NULL;
 	size_t k = 0;
 	int rc;
@@ -104,28 +107,25 @@ int wlk__scope_begin(struct wlk_manager *m, const struct wlk_name *names,
 		return WLK_EINVAL;
 	if (!m || (opt->mode != WLK_EXCLUSIVE && opt->mode != WLK_SHARED))
 		return WLK_EINVAL;
-	rc = sorted(names, n, &v, &k);
+	rc = sorted(names, n, buf, &v, &k);
 	if (rc)
 		return rc;
 	if (k == 1) { /* a scope of one is a single-name request */
 		rc = wlk__acquire_begin(m, v[0].name, v[0].len, o, copy, out);
+	} else if (!wlk__manager_enter(m)) {
+		rc = WLK_ESTATE;
+	} else {
+		rc = validate(m, v, k, opt);
+		l = rc ? NULL : wlk__lock_new_scope(m, v, k, opt->mode);
+		if (!rc && !l)
+			rc = -ENOMEM;
+		if (rc)
+			wlk__manager_leave(m);
+	}
+	if (v != buf)
 		free(v);
+	if (rc || k == 1)
 		return rc;
-	}
-	if (!wlk__manager_enter(m)) {
-		free(v);
-		return WLK_ESTATE;
-	}
-	rc = validate(m, v, k, opt);
-	if (!rc) {
-		l = wlk__lock_new_scope(m, v, k, opt->mode);
-		rc = l ? 0 : -ENOMEM;
-	}
-	free(v);
-	if (rc) {
-		wlk__manager_leave(m);
-		return rc;
-	}
 	*o = opt;
 	*out = l;
 	return 0;
@@ -138,30 +138,16 @@ WLK_EXPORT int wlk_acquire_scope(struct wlk_manager *m,
 {
 	struct wlk_options copy;
 	struct wlk_lock *l;
-	bool held = false;
 	int rc;
 
 	if (!out)
 		return WLK_EINVAL;
 	rc = wlk__scope_begin(m, names, n, &o, &copy, &l);
-	if (rc)
-		return rc;
-	rc = m->e->acquire(m, l, o, &held);
-	if (rc || !held) {
-		wlk__lock_free(l);
-		wlk__manager_leave(m);
-		if (!rc)
-			*out = NULL; /* an if_available miss */
-		return rc;
-	}
-	*out = l;
-	return 0;
-}
-
-/* A thread cancelled inside the callback must not keep the lock. */
-static void release_on_cancel(void *arg)
-{
-	wlk_release(arg);
+	if (!rc)
+		rc = wlk__acquire_with(m, l, o, &l);
+	if (!rc)
+		*out = l; /* NULL for an if_available miss */
+	return rc;
 }
 
 WLK_EXPORT int wlk_request_scope(struct wlk_manager *m,
@@ -170,23 +156,12 @@ WLK_EXPORT int wlk_request_scope(struct wlk_manager *m,
 				 void *arg)
 {
 	struct wlk_lock *l = NULL;
-	int rc, ret;
+	int rc;
 
 	if (!cb)
 		return WLK_EINVAL;
 	rc = wlk_acquire_scope(m, names, n, o, &l);
-	if (rc)
-		return rc;
-	pthread_cleanup_push(release_on_cancel, l);
-	ret = cb(l, arg);
-	pthread_cleanup_pop(0);
-	if (!l)
-		return ret;
-	rc = wlk_release(l);
-	/* As wlk_request(): the released promise's rejection wins. */
-	return rc == WLK_ESTOLEN || rc == WLK_ESTATE || rc == WLK_ECORRUPT
-		       ? rc
-		       : ret;
+	return rc ? rc : wlk__request_run(l, cb, arg);
 }
 
 WLK_EXPORT size_t wlk_lock_scope_count(const struct wlk_lock *l)

@@ -146,6 +146,7 @@ WLK_EXPORT int wlk_async_cancel(struct wlk_async *r)
 	pthread_mutex_lock(&m->amu);
 	if (!r->cancel && m->async_on) {
 		r->cancel = true;
+		wlk__async_give_up(m, r, WLK_EABORTED);
 		m->e->async_ring(m);
 	}
 	pthread_mutex_unlock(&m->amu);

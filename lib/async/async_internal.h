@@ -9,5 +9,7 @@
 
 /* dispatch.c */
 int wlk__async_get(struct wlk_manager *m) WLK_INTERNAL;
+void wlk__async_give_up(struct wlk_manager *m, struct wlk_async *r,
+			int why) WLK_INTERNAL;
 
 #endif /* WLK_ASYNC_INTERNAL_H */

@@ -65,6 +65,20 @@ static void settled(struct wlk_async *r)
 	}
 }
 
+/*
+ * wlk__async_give_up() - under amu: settle pending request @r for @why
+ * now (wlk_async_cancel()): it leaves its queue before the call returns,
+ * as the spec's abort does, and its callback runs at the next dispatch.
+ */
+void wlk__async_give_up(struct wlk_manager *m, struct wlk_async *r, int why)
+{
+	if (r->settled)
+		return;
+	m->e->async_settle(m, r, why);
+	if (r->settled)
+		settled(r);
+}
+
 /* Under amu: move what completed onto @done and @stolen. */
 static void collect(struct wlk_manager *m, struct cds_list_head *done,
 		    struct cds_list_head *stolen)

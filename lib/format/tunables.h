@@ -68,6 +68,10 @@
 /* Processes whose death one async manager watches through pidfds; more
  * fall back to WLK_RECHECK_NS. */
 #define PIDFD_MAX 32
+/* Names whose blockers one async manager's watch looks for once each,
+ * behind its last request there (async_pid.c); past these, once per
+ * request. */
+#define LAST_NAMES 32
 /* Grants whose waiters (and doorbells) are woken, from a list on the
  * stack; more are woken through their names' grants words. */
 #define WLK_WAKE_BATCH 32

@@ -49,43 +49,79 @@ static bool wanted(const uint32_t *agents, unsigned int n, uint32_t agent)
 	return false;
 }
 
+/* Add the live blockers of pending request @ri to @agents. Return:
+ * false if not all fit. */
+static bool blockers_add(struct wlk__shm_manager *m, uint32_t ri,
+			 struct wlk__wake *wake, uint32_t *agents,
+			 unsigned int *n)
+{
+	uint32_t got[WLK_WATCH_MAX];
+	unsigned int k = 0;
+	bool all = wlk__blockers_live(m->b, ri, wake, got, WLK_WATCH_MAX, &k);
+
+	for (unsigned int i = 0; i < k; i++) {
+		if (wanted(agents, *n, got[i]))
+			continue;
+		if (*n == PIDFD_MAX)
+			all = false;
+		else
+			agents[(*n)++] = got[i];
+	}
+	return all;
+}
+
+/* Per name, the last of our pending requests in its queue (the highest
+ * request order): what the requests before it wait for, it waits for too. */
+struct last_of_name {
+	uint32_t ni, slot, seq;
+};
+
 /*
- * Under the segment mutex: live blockers of all pending requests. Return:
- * false if there were more than fit.
+ * Under the segment mutex: live blockers of all pending requests. A name's
+ * blockers are looked for once, behind our last request in its queue, not
+ * once per request: a thousand requests of one manager on one name walk
+ * the queue once, not a thousand times. (Past LAST_NAMES names, and for
+ * scopes, whose members wait on several names, each request on its own.)
+ * Return: false if there were more than fit.
  */
 static bool blockers_of(struct wlk__shm_manager *m, struct wlk__actx *a,
 			uint32_t *agents, unsigned int *n)
 {
+	struct last_of_name last[LAST_NAMES];
+	unsigned int nl = 0;
 	struct wlk__wake wake;
 	struct wlk_async *r;
 	bool all = true;
 
+	(void)a;
 	*n = 0;
 	if (wlk__lock(m->b, &wake))
 		return false;
 	cds_list_for_each_entry(r, &m->pub.pending, link) {
-		uint32_t got[WLK_WATCH_MAX];
-		unsigned int k = 0;
-
 		const struct wlk__shm_lock *l;
+		const struct wlk_seg_request *q;
+		unsigned int j = 0;
 
 		if (r->settled)
 			continue;
 		l = wlk__shm_l(r->l);
-		if (wlk__req(m->b, l->slot)->word !=
-		    WLK_WORD(l->gen, WLK_SLOT_PENDING))
+		q = wlk__req(m->b, l->slot);
+		if (q->word != WLK_WORD(l->gen, WLK_SLOT_PENDING))
 			continue;
-		all &= wlk__blockers_live(m->b, l->slot, &wake, got,
-					  WLK_WATCH_MAX, &k);
-		for (unsigned int i = 0; i < k; i++) {
-			if (wanted(agents, *n, got[i]))
-				continue;
-			if (*n == PIDFD_MAX)
-				all = false;
-			else
-				agents[(*n)++] = got[i];
+		while (j < nl && last[j].ni != q->name)
+			j++;
+		if ((q->flags & WLK_REQF_SCOPE) || j == LAST_NAMES) {
+			all &= blockers_add(m, l->slot, &wake, agents, n);
+		} else if (j == nl) {
+			last[nl++] = (struct last_of_name){q->name, l->slot,
+							   q->seq};
+		} else if (WLK_SEQ_AFTER(q->seq, last[j].seq)) {
+			last[j].slot = l->slot;
+			last[j].seq = q->seq;
 		}
 	}
+	for (unsigned int j = 0; j < nl; j++)
+		all &= blockers_add(m, last[j].slot, &wake, agents, n);
 	/* Reaping above may have granted us: the flush rings our bell. */
 	wlk__unlock(m->b, &wake);
 	return all;

@@ -259,7 +259,8 @@ int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
  * Return: 0 or WLK_ECORRUPT.
  */
 static int abort_queued(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
-			uint32_t cgen, struct wlk__wake *wake)
+			uint32_t cgen, struct wlk__names *names,
+			struct wlk__wake *wake)
 {
 	struct wlk_seg_name *n;
 	uint32_t ni, i;
@@ -278,8 +279,9 @@ static int abort_queued(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
 		next = r->next;
 		if (r->client == ci && r->client_gen == cgen &&
 		    (r->flags & WLK_REQF_SCOPE)) {
-			/* Its other names' queues run now; this one below. */
-			rc = wlk__scope_abort(b, i, ni, wake);
+			/* Its other names' queues run when the client's
+			 * requests are all gone; this one below. */
+			rc = wlk__scope_cut(b, i, names, wake);
 			if (rc)
 				return rc;
 		} else if (r->client == ci && r->client_gen == cgen) {
@@ -295,6 +297,18 @@ static int abort_queued(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
 	rc = wlk__process_queue(b, ni, wake);
 	wlk__name_put(b, ni);
 	return rc;
+}
+
+/* abort_queued() of a closing manager's request @ri, and the queues of
+ * the names of the scopes it cut. */
+static int abort_closing(struct wlk__bucket *b, uint32_t ri,
+			 struct wlk__wake *wake)
+{
+	struct wlk_seg_request *r = wlk__req(b, ri);
+	struct wlk__names names = {0};
+	int rc = abort_queued(b, ri, r->client, r->client_gen, &names, wake);
+
+	return rc ? rc : wlk__names_run(b, &names, WLK_NIL, wake);
 }
 
 /*
@@ -316,9 +330,7 @@ int wlk__abort_request(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 		return WLK_ESTATE;
 	w = r->word;
 	if (w == WLK_WORD(gen, WLK_SLOT_PENDING))
-		return closing ? abort_queued(b, ri, r->client, r->client_gen,
-					      wake)
-			       : unqueue(b, ri, wake);
+		return closing ? abort_closing(b, ri, wake) : unqueue(b, ri, wake);
 	/* FAST: granted through the fast word (queue.c). */
 	if (w == WLK_WORD(gen, WLK_SLOT_HELD) ||
 	    w == WLK_WORD(gen, WLK_SLOT_STOLEN) ||
@@ -371,7 +383,8 @@ static int drop_fast(struct wlk__bucket *b, uint32_t ri, uint32_t w,
  * or its name's fast waiter (inflated: then it is pending). Return: 0 or
  * WLK_ECORRUPT. */
 static int abort_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
-		     uint32_t cgen, struct wlk__wake *wake)
+		     uint32_t cgen, struct wlk__names *names,
+		     struct wlk__wake *wake)
 {
 	struct wlk_seg_request *r = wlk__req(b, ri);
 	uint32_t w = uatomic_read(&r->word);
@@ -388,7 +401,7 @@ static int abort_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
 		w = uatomic_read(&r->word);
 	}
 	if (WLK_WORD_STATE(w) == WLK_SLOT_PENDING)
-		return abort_queued(b, ri, ci, cgen, wake);
+		return abort_queued(b, ri, ci, cgen, names, wake);
 	return 0;
 }
 
@@ -398,8 +411,10 @@ static int abort_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
  * @dead: its process is gone (reaped), rather than closing the manager.
  * Two passes over the slots, in the spec's order: releasing a lock first
  * would grant the client's own request queued behind it for an instant,
- * and give it a fencing token. The second pass also drops what the first
- * could not (a request in no queue: damage that recovery repairs).
+ * and give it a fencing token. The queues of the other names of the scopes
+ * the first pass aborts run once it is done, for the same reason. The
+ * second pass also drops what the first could not (a request in no queue:
+ * damage that recovery repairs).
  * A step that finds damage does not stop the others: the client goes
  * anyway, and the segment is flagged for repair by the next locker.
  */
@@ -407,15 +422,18 @@ void wlk__drop_client(struct wlk__bucket *b, uint32_t ci, bool dead,
 		      struct wlk__wake *wake)
 {
 	uint32_t gen = WLK_WORD_GEN(wlk__client(b, ci)->word);
+	struct wlk__names names = {0};
 	bool damaged = false;
 
 	for (uint32_t ri = 0; ri < b->geo.max_requests; ri++) {
 		struct wlk_seg_request *r = wlk__req(b, ri);
 
 		if (r->client == ci && r->client_gen == gen &&
-		    abort_own(b, ri, ci, gen, wake))
+		    abort_own(b, ri, ci, gen, &names, wake))
 			damaged = true;
 	}
+	if (wlk__names_run(b, &names, WLK_NIL, wake))
+		damaged = true;
 	for (uint32_t ri = 0; ri < b->geo.max_requests; ri++) {
 		struct wlk_seg_request *r = wlk__req(b, ri);
 		uint32_t w = uatomic_read(&r->word);
@@ -432,7 +450,7 @@ void wlk__drop_client(struct wlk__bucket *b, uint32_t ci, bool dead,
 		if (r->flags & WLK_REQF_SCOPE) {
 			/* The whole scope, on every name; its other
 			 * members are FREE when this walk comes to them. */
-			if (wlk__scope_abort(b, ri, WLK_NIL, wake))
+			if (wlk__scope_abort(b, ri, wake))
 				damaged = true;
 			continue;
 		}

@@ -197,11 +197,15 @@ int wlk__scope_drop(struct wlk__bucket *b, uint32_t ri, uint32_t skip,
 	return rc ? rc : wlk__names_run(b, &names, skip, wake);
 }
 
-/* wlk__scope_abort() - wlk__scope_drop() for a scope its requester does
- * not drop itself (a closing manager, a dead process): its waiter, on
- * the lead, is woken to see it gone. */
-int wlk__scope_abort(struct wlk__bucket *b, uint32_t ri, uint32_t skip,
-		     struct wlk__wake *wake)
+/*
+ * wlk__scope_cut() - wlk__scope_free() for a scope its requester does not
+ * drop itself (a closing manager, a dead process): its waiter, on the
+ * lead, is woken to see it gone; the names whose queues are to run go to
+ * @names, for the caller to run once the client's other requests are
+ * gone too (spec 2.6: none of them is granted on the way out).
+ */
+int wlk__scope_cut(struct wlk__bucket *b, uint32_t ri,
+		   struct wlk__names *names, struct wlk__wake *wake)
 {
 	uint32_t m[WLK_SCOPE_MEMBERS_MAX];
 	int k = wlk__scope_members(b, ri, m);
@@ -209,7 +213,17 @@ int wlk__scope_abort(struct wlk__bucket *b, uint32_t ri, uint32_t skip,
 	if (k < 0)
 		return k;
 	wlk__wake_add(b, wake, wlk__scope_lead(b, m, k));
-	return wlk__scope_drop(b, ri, skip, wake);
+	return wlk__scope_free(b, ri, names);
+}
+
+/* wlk__scope_abort() - wlk__scope_cut(), and the queues run at once. */
+int wlk__scope_abort(struct wlk__bucket *b, uint32_t ri,
+		     struct wlk__wake *wake)
+{
+	struct wlk__names names = {0};
+	int rc = wlk__scope_cut(b, ri, &names, wake);
+
+	return rc ? rc : wlk__names_run(b, &names, WLK_NIL, wake);
 }
 
 /*

@@ -120,7 +120,9 @@ int wlk__scope_free(struct wlk__bucket *b, uint32_t ri,
 		    struct wlk__names *names) WLK_INTERNAL;
 int wlk__scope_drop(struct wlk__bucket *b, uint32_t ri, uint32_t skip,
 		    struct wlk__wake *wake) WLK_INTERNAL;
-int wlk__scope_abort(struct wlk__bucket *b, uint32_t ri, uint32_t skip,
+int wlk__scope_cut(struct wlk__bucket *b, uint32_t ri,
+		   struct wlk__names *names, struct wlk__wake *wake) WLK_INTERNAL;
+int wlk__scope_abort(struct wlk__bucket *b, uint32_t ri,
 		     struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__scope_steal_holder(struct wlk__bucket *b, uint32_t hi,
 			    struct wlk__names *names,

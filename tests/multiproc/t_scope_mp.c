@@ -161,16 +161,19 @@ static int child_grant_dies(void *arg)
 Test(scope_mp, a_granter_dying_halfway_grants_the_whole_scope, T_FIX,
      .timeout = 30)
 {
-	struct wlk_manager *m = t_open(), *m2 = t_open();
+	struct wlk_manager *m, *m2;
 	struct wlk_lock *l = NULL;
 	struct t_holder wb;
 	struct rec s = {0};
 	struct kid k = {.point = "scope_grant_mid"};
 	pid_t pid;
 
+	/* Before anything is opened: a skipped test's .fini does not run. */
 #ifndef WLK_ENABLE_FAILPOINTS
 	cr_skip_test("fail points are not compiled in (--enable-failpoints)");
 #endif
+	m = t_open();
+	m2 = t_open();
 	kid_open(&k);
 	pid = t_fork(child_grant_dies, &k);
 	cr_assert_eq(t_get_byte(k.up.rd), 'h');
@@ -281,16 +284,19 @@ static int child_steal_dies(void *arg)
  * stolen whole, and, being dead, nothing of its own. */
 static void steal_dies(const char *point)
 {
-	struct wlk_manager *m = t_open(), *m2 = t_open();
+	struct wlk_manager *m, *m2;
 	struct wlk_name bc[] = {N("b"), N("c")};
 	struct wlk_options ia = {.if_available = true};
 	struct wlk_lock *la = NULL, *lbc = NULL, *l = NULL;
 	struct kid k = {.point = point};
 	pid_t pid;
 
+	/* Before anything is opened: a skipped test's .fini does not run. */
 #ifndef WLK_ENABLE_FAILPOINTS
 	cr_skip_test("fail points are not compiled in (--enable-failpoints)");
 #endif
+	m = t_open();
+	m2 = t_open();
 	T_ASSERT_RC(wlk_acquire(m, "a", 1, NULL, &la), 0);
 	T_ASSERT_RC(wlk_acquire_scope(m2, bc, 2, NULL, &lbc), 0);
 	kid_open(&k);

@@ -296,3 +296,34 @@ Test(scope, close_drops_held_and_queued_scopes_on_every_name, T_FIX,
 	T_ASSERT_RC(wlk_release(lc), 0);
 	t_assert_valid(b, NULL);
 }
+
+/* Spec 2.6 on close: every request of the manager is aborted before any
+ * queue runs, so its own single-name request queued behind its scope on
+ * the scope's other name is never granted on the way out (which would
+ * spend a fencing token of that name). */
+Test(scope, close_grants_none_of_its_own_on_the_way_out, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *a = t_open(), *b = t_open(), *c = t_open();
+	struct wlk_name xy[] = {N("x"), N("y")};
+	struct wlk_lock *lx = NULL, *l = NULL;
+	struct rec s = {0}, r = {0};
+	uint64_t t0;
+
+	T_ASSERT_RC(wlk_acquire(c, "y", 1, NULL, &l), 0);
+	t0 = wlk_lock_token(l);
+	T_ASSERT_RC(wlk_release(l), 0);
+	T_ASSERT_RC(wlk_acquire(b, "x", 1, NULL, &lx), 0);
+	rec_scope(a, xy, 2, NULL, &s); /* waits for "x" */
+	rec_single(a, "y", NULL, &r);  /* behind the scope on "y" */
+	cr_assert_eq(t_pending_n(a, "y", 1), 2);
+	t_close(a);
+	T_ASSERT_RC(s.status, WLK_ESTATE);
+	T_ASSERT_RC(r.status, WLK_ESTATE);
+	T_ASSERT_RC(wlk_acquire(c, "y", 1, NULL, &l), 0);
+	cr_assert_eq(wlk_lock_token(l), t0 + 1,
+		     "a token of \"y\" was spent on the way out");
+	T_ASSERT_RC(wlk_release(l), 0);
+	T_ASSERT_RC(wlk_release(lx), 0);
+	t_assert_valid(b, NULL);
+}

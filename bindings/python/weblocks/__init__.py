@@ -26,7 +26,7 @@ from .errors import (AbortError, CorruptError, DeadlockError, FormatError,
 from .manager import (Lock, LockInfo, LockManager, LockManagerSnapshot,
                       LockRequest, remove_bucket, version)
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 # TimeoutError is left out of __all__: a star import would shadow the
 # built-in one (weblocks.TimeoutError derives from it).
