@@ -47,6 +47,20 @@ if [[ -z $origin ]]; then
 	origin="https://tabs-demo-$$.example"
 	args+=(-o "$origin")
 fi
+cat <<'LEGEND'
+demo: how to read what follows
+  tab-N            one of the processes ("tabs") sharing the bucket
+  tab-N is primary the tab now holding the exclusive lock "primary": every
+                   tab queues for it, and it passes from tab to tab in FIFO
+                   order (an election); "election N" counts the grants
+  token            the grant's fencing token: it rises with every grant,
+                   so a resource can refuse a deposed primary
+  NAME held: ...   five times a second, wlk_query(): who holds the lock
+  | queue: ...     NAME (client, mode, pid) and who waits for it, in order;
+                   "doc" guards a file that tabs read (sh = shared) and
+                   append to (ex = exclusive)
+  summary          violations counts any broken exclusion or token order
+LEGEND
 echo "demo: running examples/tabs ${args[*]}"
 "$builddir/examples/tabs" "${args[@]}" &
 tabs=$!

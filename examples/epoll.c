@@ -72,6 +72,7 @@ static void granted(struct wlk_async *req, int status, struct wlk_lock *lock,
 		.tv_nsec = (long)(j->work_ms % 1000) * 1000000 } };
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = j };
 
+	(void)req; /* the handle of this request; nothing to do with it */
 	if (status) {
 		say("\"%s\" not granted: %s", j->name, wlk_strerror(status));
 		failed = 1;
@@ -107,31 +108,46 @@ int main(void)
 	struct wlk_options o = WLK_OPTIONS_INIT; /* sets o.size */
 	struct wlk_manager *m;
 	char origin[64], c;
-	int pfd[2], st, i, n;
+	int pfd[2], st, i, n, rc, fd;
 	pid_t pid;
 
 	o.timeout_ns = 2000000000ull;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	snprintf(origin, sizeof(origin), "https://epoll-%ld.example",
 		 (long)getpid());
-	if (pipe(pfd))
+	if (pipe(pfd)) {
+		perror("epoll: pipe");
 		return 1;
+	}
 	pid = fork();
 	if (pid == 0)
 		_exit(child(origin, pfd[1]));
 	/* Request only once "b" is held, so that one has to wait. */
-	if (pid < 0 || read(pfd[0], &c, 1) != 1)
+	if (pid < 0 || read(pfd[0], &c, 1) != 1) {
+		say("the child could not take \"b\"");
 		return 1;
-	if (wlk_manager_open(origin, NULL, &m))
+	}
+	rc = wlk_manager_open(origin, NULL, &m);
+	if (rc) {
+		say("open: %s", wlk_strerror(rc));
 		return 1;
+	}
+	fd = wlk_manager_fd(m);
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	/* Edge-triggered is fine: dispatch drains the descriptor. */
-	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, wlk_manager_fd(m), &ev))
+	if (fd < 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)) {
+		say("descriptor: %s", fd < 0 ? wlk_strerror(fd) : "epoll failed");
 		return 1;
-	for (i = 0; i < NJOBS; i++)
-		if (wlk_request_async(m, jobs[i].name, WLK_NUL_TERMINATED, &o,
-				      granted, &jobs[i], NULL))
+	}
+	for (i = 0; i < NJOBS; i++) {
+		rc = wlk_request_async(m, jobs[i].name, WLK_NUL_TERMINATED, &o,
+				       granted, &jobs[i], NULL);
+		if (rc) {
+			say("request \"%s\": %s", jobs[i].name,
+			    wlk_strerror(rc));
 			return 1;
+		}
+	}
 	say("requested a, b, c; \"b\" is held by process %d", (int)pid);
 
 	while (left > 0) {
@@ -147,8 +163,10 @@ int main(void)
 			if (evs[i].data.ptr)
 				work_done(evs[i].data.ptr);
 			else
-				say("descriptor readable: %d callback(s)",
-				    wlk_manager_dispatch(m));
+				/* The count of callbacks run; 0 when the ring
+				 * came before the result it announces. */
+				say("manager descriptor readable: ran %d "
+				    "callback(s)", wlk_manager_dispatch(m));
 		}
 	}
 	/* Runs callbacks still owed (none here) and drops what is left. */

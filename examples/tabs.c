@@ -21,6 +21,13 @@
  * grant order. The program exits 0 only if no check failed. Sleeps only pace
  * the show; no check depends on timing.
  */
+/* memmem() is a GNU extension: declared only with _GNU_SOURCE, which an
+ * in-tree build gets from config.h and a build outside the tree
+ * (cc tabs.c $(pkg-config ...)) from here. Undeclared, it would be taken
+ * to return int, and its pointer truncated. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

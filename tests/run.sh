@@ -6,6 +6,8 @@
 #   build-check/  --enable-Werror; make check, then make distcheck, then
 #                 each bindings/NAME/check.sh against this build's library
 #   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer; make check
+#   build-deb/    the Debian packages: built, lintian, installed, the
+#                 README's example built against them (tests/debian)
 # checks after each make check that no test left a segment in /dev/shm,
 # and ends with each test program's Criterion "Synthesis:" line per build and
 # a total "N passed, N failed". Exits non-zero if anything failed.
@@ -204,6 +206,36 @@ bindings() {
 	return 0
 }
 
+# debian LABEL: tests/debian/check.sh builds the Debian packages from this
+# tree in build-deb/, runs lintian, installs them, builds and runs the
+# README's example against them alone, and purges them. Its step lines
+# and its "N passed, N failed" go into the summary and the totals.
+debian() {
+	local label=$1 dir=$srcdir/build-deb line rc=0
+	local re='^([0-9]+) passed, ([0-9]+) failed$'
+
+	echo "run.sh: == $label packages =="
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	timeout -k 30 "$check_timeout" bash "$srcdir/tests/debian/check.sh" \
+		"$srcdir" "$dir" >"$dir/check.log" 2>&1 || rc=$?
+	while IFS= read -r line; do
+		summary+=("$label: ${line#debian: }")
+	done < <(grep -a '^debian: ' "$dir/check.log")
+	line=$(grep -a -E "$re" "$dir/check.log" | tail -n 1 || true)
+	if [[ $line =~ $re ]]; then
+		passed=$((passed + BASH_REMATCH[1]))
+		failed=$((failed + BASH_REMATCH[2]))
+		((BASH_REMATCH[2] == 0)) || bad_logs+=("$dir/check.log")
+		((rc == 0 || BASH_REMATCH[2] > 0)) ||
+			step_failed "$label" "exit $rc" "$dir/check.log"
+	else
+		step_failed "$label" "no test summary (exit $rc)" \
+			"$dir/check.log"
+	fi
+	return 0
+}
+
 install_missing
 
 cd "$srcdir"
@@ -248,6 +280,9 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 san=-fsanitize=address,undefined
 build_and_check asan+ubsan "$srcdir/build-asan" --enable-failpoints \
 	CFLAGS="-O1 -g $san -fno-omit-frame-pointer" LDFLAGS="$san" || true
+
+# 3. The Debian packages, built, installed and used as a user would.
+debian debian
 
 for log in "${bad_logs[@]}"; do
 	[[ -f $log ]] || continue

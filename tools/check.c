@@ -273,6 +273,40 @@ static int check_deadlocks(struct wlk_inspect *in, bool locked,
 	return n > 0 ? EXIT_DEADLOCK : EXIT_OK;
 }
 
+/*
+ * What a sound segment can still hold that needs a person: locks held by
+ * processes that died (the library releases them only when someone asks
+ * for them, queries, or opens the bucket; --repair does it now), and no
+ * live process attached at all (shm-inspect rm or gc removes it). Return:
+ * the exit status, EXIT_STALE if either.
+ */
+static int check_stale(const struct wlk_inspect_snapshot *s,
+		       const char *label)
+{
+	size_t dead = 0;
+
+	for (size_t i = 0; i < s->n_requests; i++) {
+		const struct wlk_inspect_request *q = &s->requests[i];
+		const struct wlk_inspect_agent *a = req_agent(s, q);
+
+		if (q->state != WLK_REQ_HELD || !a ||
+		    a->liveness != WLK_DEAD)
+			continue;
+		dead++;
+		esc_c(stdout, label, strlen(label));
+		fputs(": warning: \"", stdout);
+		esc_c(stdout, q->name ? q->name : "", q->name ? q->name_len : 0);
+		printf("\" held %s by pid %d, which is dead (--repair "
+		       "releases it)\n", mode_name(q->mode), (int)a->pid);
+	}
+	if (segment_stale(s)) {
+		esc_c(stdout, label, strlen(label));
+		fputs(": warning: stale: no live process has it open "
+		      "(shm-inspect rm removes it)\n", stdout);
+	}
+	return dead || segment_stale(s) ? EXIT_STALE : EXIT_OK;
+}
+
 int cmd_check(const struct target *t, bool repairing)
 {
 	bool locked = t->flags & WLK_INSPECT_LOCKED;
@@ -303,6 +337,8 @@ int cmd_check(const struct target *t, bool repairing)
 	}
 	if (status == EXIT_OK && !repairing)
 		status = check_deadlocks(in, locked, label);
+	if (status == EXIT_OK && !repairing && s)
+		status = check_stale(s, label);
 	wlk_inspect_close(in);
 	vlist_free(&l);
 	if (repairing && (status == EXIT_OK || status == EXIT_DAMAGED)) {

@@ -57,7 +57,7 @@ static void text_row(const char *path, int width,
 {
 	const struct wlk_inspect_header *h;
 	struct counts c;
-	char agents[32];
+	char agents[32], state[32];
 
 	printf("%-*s ", width, base_name(path));
 	if (rc) {
@@ -67,9 +67,12 @@ static void text_row(const char *path, int width,
 	h = &s->header;
 	count_snapshot(s, &c);
 	snprintf(agents, sizeof(agents), "%zu/%zu", c.alive, s->n_agents);
+	/* Stale: nobody alive has it open (shm-inspect gc removes it). */
+	snprintf(state, sizeof(state), "%s%s", state_name(h),
+		 segment_stale(s) ? ",stale" : "");
 	printf("%3" PRIu32 " %3u %9" PRIu64 " %-12s %7s %5zu %7zu \"",
-	       h->layout_version, h->generation, h->segment_size,
-	       state_name(h), agents, c.held, c.pending);
+	       h->layout_version, h->generation, h->segment_size, state,
+	       agents, c.held, c.pending);
 	esc_c(stdout, h->origin, strlen(h->origin));
 	fputs("\" \"", stdout);
 	esc_c(stdout, h->bucket, strlen(h->bucket));
@@ -105,6 +108,7 @@ static void json_entry(struct json *j, const char *path,
 	count_snapshot(s, &c);
 	json_identity(j, h);
 	json_str(j, "state", state_name(h));
+	json_bool(j, "stale", segment_stale(s));
 	json_object(j, "agents");
 	json_u64(j, "total", s->n_agents);
 	json_u64(j, "alive", c.alive);

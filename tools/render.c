@@ -158,8 +158,32 @@ static void json_header(struct json *j, const struct wlk_inspect_header *h)
 	json_end(j);
 }
 
+const char *agent_command(const struct wlk_inspect_agent *a, char *buf,
+			  size_t size)
+{
+	char path[64];
+	size_t n;
+	FILE *f;
+
+	/* A dead agent's pid may belong to another process by now. */
+	if (a->liveness != WLK_ALIVE || a->pid <= 0 || size < 2)
+		return NULL;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)a->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	n = fread(buf, 1, size - 1, f);
+	fclose(f);
+	while (n && buf[n - 1] == '\n')
+		n--;
+	buf[n] = '\0';
+	return n ? buf : NULL;
+}
+
 static void json_agents(struct json *j, const struct wlk_inspect_snapshot *s)
 {
+	char comm[COMM_SIZE];
+
 	json_array(j, "agents");
 	for (size_t i = 0; i < s->n_agents; i++) {
 		const struct wlk_inspect_agent *a = &s->agents[i];
@@ -170,6 +194,8 @@ static void json_agents(struct json *j, const struct wlk_inspect_snapshot *s)
 		json_i64(j, "anchor_tid", a->anchor_tid);
 		json_u64(j, "attached_realtime_ns", a->attached_realtime_ns);
 		json_str(j, "liveness", liveness_name(a->liveness));
+		json_str(j, "command",
+			 agent_command(a, comm, sizeof(comm)));
 		json_array_flat(j, "client_ids");
 		for (size_t c = 0; c < s->n_clients; c++)
 			if (s->clients[c].agent == (int)i)
@@ -261,7 +287,8 @@ static void json_pending(struct json *j, const struct wlk_inspect_snapshot *s,
 	json_end(j);
 	json_array_flat(j, "ahead");
 	for (size_t i = b; i < k; i++)
-		if (s->requests[i].state == WLK_REQ_PENDING)
+		if (s->requests[i].state == WLK_REQ_PENDING &&
+		    conflicts(p, &s->requests[i]))
 			json_u64(j, NULL, s->requests[i].slot);
 	json_end(j);
 	json_end(j);

@@ -10,6 +10,8 @@
  *   check TARGET [--locked] [--repair] [--bucket B] [--partition P]
  *   watch TARGET [-i SECONDS] [-n COUNT] [--locked] [--bucket B]
  *         [--partition P]
+ *   rm TARGET [--force] [--bucket B] [--partition P]
+ *   gc [--dry-run]
  * where TARGET is ORIGIN|SEGMENT (told apart by their form), or
  * --origin ORIGIN, or --segment SEGMENT.
  *
@@ -25,12 +27,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "layout-id.h" /* generated from lib/format/layout.h (Makefile.am) */
 #include "shm-inspect.h"
 
 const char *progname = "shm-inspect";
 
 static const char usage_line[] =
-	"usage: shm-inspect list|dump|check|watch [OPTIONS] [TARGET]"
+	"usage: shm-inspect list|dump|check|watch|rm|gc [OPTIONS] [TARGET]"
 	" (--help for more)\n";
 
 static const char help_text[] =
@@ -47,10 +50,17 @@ static const char help_text[] =
 	"  watch TARGET [-i SECONDS] [-n COUNT] [--locked] [--bucket B]\n"
 	"        [--partition P]\n"
 	"                       redraw the dump every SECONDS (default 2)\n"
+	"  rm TARGET [--force] [--bucket B] [--partition P]\n"
+	"                       remove the segment; one in use only with\n"
+	"                       --force\n"
+	"  gc [--dry-run]       remove every segment no live process uses\n"
 	"\n"
 	"TARGET is --origin ORIGIN (its bucket \"default\" and partition\n"
 	"\"\" unless given), --segment SEGMENT (a file in /dev/shm:\n"
-	"wlk6-1000-<hash>, /wlk6-..., or /dev/shm/wlk6-...), or one of\n"
+	"wlk" SHM_INSPECT_LAYOUT "-1000-<hash>, /wlk" SHM_INSPECT_LAYOUT
+	"-..., or /dev/shm/wlk" SHM_INSPECT_LAYOUT "-...; "
+	SHM_INSPECT_LAYOUT " is the\n"
+	"segment layout version this build reads), or one of\n"
 	"them alone: a SEGMENT if it has no ':' and starts with '/' or with\n"
 	"'wlk', digits and '-'; else an ORIGIN. An origin that looks like a\n"
 	"segment (\"/srv/app\") needs --origin.\n"
@@ -59,9 +69,11 @@ static const char help_text[] =
 	"\n"
 	"Exit status: 0 ok; 1 usage error; 2 cannot open (not found,\n"
 	"permission, foreign owner) or cannot write the output; 3 segment\n"
-	"damaged or inconsistent; 4 incompatible layout version.\n";
+	"damaged or inconsistent; 4 incompatible layout version; 5 check\n"
+	"found a deadlock; 6 check found locks held by dead processes, or\n"
+	"no live process attached (stale); 7 rm: in use, no --force.\n";
 
-enum cmd { CMD_LIST, CMD_DUMP, CMD_CHECK, CMD_WATCH };
+enum cmd { CMD_LIST, CMD_DUMP, CMD_CHECK, CMD_WATCH, CMD_RM, CMD_GC };
 
 static const struct {
 	const char *name;
@@ -71,6 +83,8 @@ static const struct {
 	[CMD_DUMP] = {"dump", "jLbpos"},
 	[CMD_CHECK] = {"check", "LRbpos"},
 	[CMD_WATCH] = {"watch", "Lbpinos"},
+	[CMD_RM] = {"rm", "Fbpos"},
+	[CMD_GC] = {"gc", "N"},
 };
 
 /* ---- dump and watch ---- */
@@ -209,6 +223,8 @@ static const struct option long_opts[] = {
 	{"segment", required_argument, NULL, 's'},
 	{"interval", required_argument, NULL, 'i'},
 	{"count", required_argument, NULL, 'n'},
+	{"force", no_argument, NULL, 'F'},
+	{"dry-run", no_argument, NULL, 'N'},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -223,8 +239,8 @@ static int help(void)
 
 static int version(void)
 {
-	printf("shm-inspect (libweblocks) %s, JSON format %s\n",
-	       PACKAGE_VERSION, FORMAT_ID);
+	printf("shm-inspect (libweblocks) %s, segment layout %s, JSON format "
+	       "%s\n", PACKAGE_VERSION, SHM_INSPECT_LAYOUT, FORMAT_ID);
 	return flush_stdout();
 }
 
@@ -308,7 +324,7 @@ void target_hint(FILE *f, const struct target *t, int rc)
 struct args {
 	enum cmd cmd;
 	struct target t;
-	bool json, repair;
+	bool json, repair, force, dry_run;
 	unsigned int targets; /* given by --origin and --segment */
 	double interval;
 	unsigned long count;
@@ -338,6 +354,12 @@ static int take_option(struct args *a, int c, const char *arg)
 		return EXIT_OK;
 	case 'R':
 		a->repair = true;
+		return EXIT_OK;
+	case 'F':
+		a->force = true;
+		return EXIT_OK;
+	case 'N':
+		a->dry_run = true;
 		return EXIT_OK;
 	case 'b':
 		a->t.mo.bucket = arg;
@@ -398,8 +420,9 @@ static int parse(int argc, char **argv, struct args *a)
 	}
 	argc -= optind + 1;
 	argv += optind + 1;
-	if (a->cmd == CMD_LIST)
-		return argc ? usage("list takes no argument", NULL) : EXIT_OK;
+	if (a->cmd == CMD_LIST || a->cmd == CMD_GC)
+		return argc ? usage("list and gc take no argument", NULL)
+			    : EXIT_OK;
 	if (a->targets && argc)
 		return usage("a TARGET after --origin or --segment: ", argv[0]);
 	if (!a->targets && argc != 1)
@@ -438,6 +461,10 @@ int main(int argc, char **argv)
 		return cmd_dump(&a.t, a.json);
 	case CMD_CHECK:
 		return cmd_check(&a.t, a.repair);
+	case CMD_RM:
+		return cmd_rm(&a.t, a.force);
+	case CMD_GC:
+		return cmd_gc(a.dry_run);
 	default:
 		return cmd_watch(&a.t, a.interval, a.count);
 	}

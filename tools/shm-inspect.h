@@ -22,6 +22,9 @@ enum {
 	EXIT_DAMAGED = 3, /* inconsistent or damaged segment */
 	EXIT_VERSION = 4, /* incompatible layout version (WLK_EFORMAT) */
 	EXIT_DEADLOCK = 5, /* check: sound, but clients wait for each other */
+	EXIT_STALE = 6,    /* check: locks held by dead processes, or no live
+			      process attached (remove.c) */
+	EXIT_BUSY = 7,     /* rm: in use, and no --force */
 };
 
 /* Not a library code: the segment shrank while mapped (SIGBUS). */
@@ -64,6 +67,12 @@ struct counts {
 	size_t alive, dead, unknown, held, pending, stolen;
 };
 const char *liveness_name(enum wlk_liveness l);
+/* Room for a process name (the kernel's TASK_COMM_LEN is 16). */
+#define COMM_SIZE 64
+/* A live agent's process name, from /proc/PID/comm (lslocks' COMMAND),
+ * into @buf; NULL if dead, unknown or unreadable. */
+const char *agent_command(const struct wlk_inspect_agent *a, char *buf,
+			  size_t size);
 const char *state_name(const struct wlk_inspect_header *h);
 const char *mode_name(enum wlk_mode m);
 const char *base_name(const char *path);
@@ -96,8 +105,12 @@ long find_deadlocks(const struct wlk_inspect_snapshot *s,
 long text_deadlocks(FILE *f, const struct wlk_inspect_snapshot *s);
 void json_deadlocks(struct json *j, const struct wlk_inspect_snapshot *s);
 
-/* list.c and check.c */
+/* list.c, check.c and remove.c */
 int cmd_list(bool json);
 int cmd_check(const struct target *t, bool repair);
+int cmd_rm(const struct target *t, bool force);
+int cmd_gc(bool dry_run);
+/* No process attached is alive (all dead, or none): nobody uses it. */
+bool segment_stale(const struct wlk_inspect_snapshot *s);
 
 #endif /* SHM_INSPECT_H */

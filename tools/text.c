@@ -112,9 +112,16 @@ static void text_agents(FILE *f, const struct wlk_inspect_snapshot *s)
 	fprintf(f, "Agents: %zu\n", s->n_agents);
 	for (size_t i = 0; i < s->n_agents; i++) {
 		const struct wlk_inspect_agent *a = &s->agents[i];
+		char comm[COMM_SIZE];
+		const char *cmd = agent_command(a, comm, sizeof(comm));
 
-		fprintf(f, "  slot %" PRIu32 ": pid %d, %s, clients", a->slot,
+		fprintf(f, "  slot %" PRIu32 ": pid %d, %s", a->slot,
 			(int)a->pid, liveness_name(a->liveness));
+		if (cmd) {
+			fputs(", command ", f);
+			put_cstr(f, cmd);
+		}
+		fputs(", clients", f);
 		for (size_t c = 0; c < s->n_clients; c++) {
 			if (s->clients[c].agent != (int)i)
 				continue;
@@ -187,8 +194,8 @@ static void text_locks(FILE *f, const struct wlk_inspect_snapshot *s)
 	for (size_t i = 0; i < s->n_requests; i = name_end(s, i))
 		if (s->requests[i].state != WLK_REQ_STOLEN)
 			names++;
-	fprintf(f, "Locks: %zu held, %zu pending, %zu stolen on %zu names\n",
-		c.held, c.pending, c.stolen, names);
+	fprintf(f, "Locks: %zu held, %zu pending, %zu stolen on %zu name%s\n",
+		c.held, c.pending, c.stolen, names, names == 1 ? "" : "s");
 	for (size_t i = 0, e; i < s->n_requests; i = e) {
 		const struct wlk_inspect_request *q = &s->requests[i];
 
@@ -244,15 +251,18 @@ static void text_blocked(FILE *f, const struct wlk_inspect_snapshot *s,
 		fprintf(f, " (holds %s, token %" PRIu64 ")", mode_name(h->mode),
 			h->token);
 	}
+	/* A shared request ahead does not keep a shared one waiting: they
+	 * are granted together. Only conflicting ones count. */
 	for (size_t i = b; i < k; i++)
-		ahead += s->requests[i].state == WLK_REQ_PENDING;
+		ahead += s->requests[i].state == WLK_REQ_PENDING &&
+			 conflicts(p, &s->requests[i]);
 	if (ahead)
 		fprintf(f, "%s%zu request%s ahead:", holders ? "; " : " ",
 			ahead, ahead == 1 ? "" : "s");
 	for (size_t i = k; i-- > b && shown < AHEAD_SHOWN;) {
 		const struct wlk_inspect_request *q = &s->requests[i];
 
-		if (q->state != WLK_REQ_PENDING)
+		if (q->state != WLK_REQ_PENDING || !conflicts(p, q))
 			continue;
 		fputs(shown++ ? ", " : " ", f);
 		put_owner(f, s, q);

@@ -316,6 +316,64 @@ Test(inspect, live_holders_and_queue_in_text_and_json, T_FIX, .timeout = 60)
 	kid_close(&kd);
 }
 
+/* Who blocks whom: a shared request behind a shared one is blocked by
+ * the exclusive holder only, not by the shared request ahead of it, with
+ * which it will be granted. */
+Test(inspect, a_shared_request_is_blocked_only_by_conflicting_ones, T_FIX,
+     .timeout = 60)
+{
+	struct wlk_manager *m = t_open();
+	struct kid ka, kb, kc;
+	const struct tj *pend;
+	struct tj *doc;
+	struct run run;
+	pid_t pa, pb, pc;
+	uint64_t ta;
+	char want[256];
+
+	kid_open(&ka, "holder-A", "r", WLK_EXCLUSIVE);
+	kid_open(&kb, "reader-B", "r", WLK_SHARED);
+	kid_open(&kc, "reader-C", "r", WLK_SHARED);
+	pa = t_fork(child_lock, &ka);
+	ta = kid_token(&ka);
+	pb = t_fork(child_lock, &kb);
+	cr_assert(t_wait_pending(m, "r", 1, 1));
+	pc = t_fork(child_lock, &kc);
+	cr_assert(t_wait_pending(m, "r", 1, 2));
+
+	RUN(&run, "dump", t_origin);
+	expect_exit(&run, 0, "dump");
+	snprintf(want, sizeof(want),
+		 "\"reader-C\" (shared, #1 on \"r\") waits for pid %d "
+		 "\"holder-A\" (holds exclusive, token %llu)\n",
+		 pa, (unsigned long long)ta);
+	cr_assert_not_null(strstr(run.out, want), "%s", run.out);
+	run_free(&run);
+
+	RUN(&run, "dump", "--json", t_origin);
+	expect_exit(&run, 0, "dump --json");
+	doc = parse_json(&run, "dump --json");
+	pend = tj_get(find_name(doc, "r", 1), "pending");
+	cr_assert_eq(pend->n, 2);
+	expect_slots(tj_path(tj_at(pend, 1), "blocked_by", "ahead", NULL),
+		     NULL, 0);
+	tj_free(doc);
+	run_free(&run);
+
+	/* The release grants both readers at once. */
+	t_put_byte(ka.down.wr, 'r');
+	kid_token(&kb);
+	kid_token(&kc);
+	t_put_byte(kb.down.wr, 'r');
+	t_put_byte(kc.down.wr, 'r');
+	cr_assert_eq(t_wait(pa, T_WAIT_MS), 0);
+	cr_assert_eq(t_wait(pb, T_WAIT_MS), 0);
+	cr_assert_eq(t_wait(pc, T_WAIT_MS), 0);
+	kid_close(&ka);
+	kid_close(&kb);
+	kid_close(&kc);
+}
+
 /* Child: take "x" as "doomed", send the token, then wait to be killed. */
 static int child_doomed(void *arg)
 {
@@ -419,8 +477,17 @@ Test(inspect, dead_agent_shown_dead_then_reaped_by_repair, T_FIX,
 	tj_free(doc);
 	run_free(&run);
 
-	/* A dead agent not reaped yet is no violation. */
-	RUN_EXIT(0, "check", "check", t_origin);
+	/* A dead agent not reaped yet is no violation, but a lock it holds
+	 * is worth a warning and its own exit status, 6. */
+	RUN(&run, "check", t_origin);
+	expect_exit(&run, 6, "check with a dead holder");
+	snprintf(want, sizeof(want),
+		 ": warning: \"x\" held exclusive by pid %d, which is dead",
+		 pid);
+	cr_assert_not_null(strstr(run.out, want), "%s", run.out);
+	cr_assert_null(strstr(run.out, "stale"), "a live bystander: %s",
+		       run.out);
+	run_free(&run);
 
 	RUN(&run, "check", "--repair", t_origin);
 	expect_exit(&run, 0, "check --repair");
@@ -1507,4 +1574,38 @@ Test(inspect, stolen_lock_listed_until_its_holder_releases, T_FIX,
 	cr_assert_eq(tj_get(doc, "stolen")->n, 0);
 	tj_free(doc);
 	run_free(&run);
+}
+
+/* The COMMAND of a live agent (lslocks' column): /proc/PID/comm. */
+Test(inspect, a_live_agent_shows_its_command, T_FIX, .timeout = 60)
+{
+	struct wlk_manager *m = t_open();
+	char comm[64] = "", want[128];
+	const struct tj *a;
+	struct tj *doc;
+	struct run run;
+	FILE *f = fopen("/proc/self/comm", "r");
+
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(comm, sizeof(comm), f));
+	fclose(f);
+	comm[strcspn(comm, "\n")] = '\0';
+
+	RUN(&run, "dump", "--json", t_origin);
+	expect_exit(&run, 0, "dump --json");
+	doc = parse_json(&run, "dump --json");
+	a = find_agent(doc, getpid());
+	cr_assert_not_null(a, "%s", run.out);
+	cr_assert(tj_str_is(tj_get(a, "command"), comm, strlen(comm)), "%s",
+		  run.out);
+	tj_free(doc);
+	run_free(&run);
+
+	RUN(&run, "dump", t_origin);
+	expect_exit(&run, 0, "dump");
+	snprintf(want, sizeof(want), "pid %d, alive, command \"%s\", clients",
+		 (int)getpid(), comm);
+	cr_assert_not_null(strstr(run.out, want), "%s", run.out);
+	run_free(&run);
+	t_close(m);
 }
