@@ -368,6 +368,13 @@ struct wlk_snapshot; /* result of wlk_query() */
  *                extension, off by default: the spec has no such error,
  *                and the check costs each request that would wait a walk
  *                of the bucket's pending requests.
+ * @backend:      where the bucket's lock state lives: NULL or "" for the
+ *                environment variable WEBLOCKS_BACKEND, and if that is
+ *                unset or "shm", a shared-memory segment on this machine;
+ *                "etcd://host:port,host:port,..." for an etcd v3 cluster
+ *                (ETCD ENGINE below; %WLK_ENOTSUPPORTED from
+ *                wlk_manager_open() in a build without it, or for any
+ *                other scheme). Read at open only.
  *
  * %WLK_MANAGER_OPTIONS_INIT (or all-zero, or a NULL pointer) gives the
  * defaults. The three capacities are used only by the process that creates
@@ -383,6 +390,7 @@ struct wlk_manager_options {
 	uint32_t max_requests;
 	uint32_t max_name_len;
 	bool detect_deadlocks;
+	const char *backend;
 };
 
 /**
