@@ -39,6 +39,9 @@
 #define VALUE_MAX (2 + 11 + 1 + WLK_CLIENT_ID_MAX + 1)
 /* "<c><m>-<16 hex>-<16 hex>" */
 #define TAIL_MAX 40
+/* Tries of a request whose lease was found lost: the first, and one on
+ * a new lease. */
+#define LEASE_ROUNDS 2
 
 struct req {
 	struct wlk__etcd_manager *m;
@@ -245,10 +248,8 @@ static int request(struct req *r, const struct wlk_options *o, bool *held)
 		rc = uatomic_read(&o->signal->reason);
 		*held = false;
 	}
-	if (rc) /* gone already after a lost lease: then it costs a trip */
+	if (rc && rc != -ENOENT) /* -ENOENT: the put's lease was gone */
 		(void)wlk__etcd_delete(m, r->l);
-	if (rc == -ENOENT) /* the put's lease was gone */
-		rc = uatomic_read(&m->base.closed) ? WLK_ESTATE : WLK_EABORTED;
 	return rc;
 }
 
@@ -391,39 +392,52 @@ int wlk__etcd_acquire(struct wlk_manager *pub, struct wlk_lock *pl,
 	char m_ch = pl->mode == WLK_EXCLUSIVE ? 'x' : 's';
 	int rc;
 
-	l->gone = 0;
-	l->put_rev = 0;
-	l->releasing = false;
-	r.lease = uatomic_read(&m->lease);
 	r.np = wlk__etcd_name_prefix(m->prefix, m->prefix_len, pl->name,
 				     pl->name_len, &r.np_len);
 	if (!r.np)
 		return -ENOMEM;
-	snprintf(tail, sizeof(tail), "%c%c-%016llx-%016llx",
-		 o->steal ? '0' : '1', m_ch, (unsigned long long)r.lease,
-		 (unsigned long long)uatomic_add_return(&m->seq, 1));
 	snprintf(r.value, sizeof(r.value), "%c %d %s", m_ch, (int)getpid(),
 		 pub->client_id);
-	l->key_len = r.np_len + strlen(tail);
-	l->key = malloc(l->key_len + 1);
-	if (!l->key) {
-		free(r.np);
-		return -ENOMEM;
-	}
-	memcpy(l->key, r.np, r.np_len);
-	memcpy(l->key + r.np_len, tail, strlen(tail) + 1);
-	track(m, l, true);
-	if (o->steal)
-		rc = steal(&r, held);
-	else if (o->if_available)
-		rc = if_available(&r, held);
-	else
-		rc = request(&r, o, held);
-	free(r.np);
-	if (rc || !*held) {
+	/* A lease found lost by the request itself (before the agent's
+	 * keepalive noticed): renewed, and the request made once more. */
+	for (int round = 0; round < LEASE_ROUNDS; round++) {
+		l->gone = 0;
+		l->put_rev = 0;
+		l->releasing = false;
+		r.lease = uatomic_read(&m->lease);
+		snprintf(tail, sizeof(tail), "%c%c-%016llx-%016llx",
+			 o->steal ? '0' : '1', m_ch,
+			 (unsigned long long)r.lease,
+			 (unsigned long long)uatomic_add_return(&m->seq, 1));
+		l->key_len = r.np_len + strlen(tail);
+		l->key = malloc(l->key_len + 1);
+		if (!l->key) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(l->key, r.np, r.np_len);
+		memcpy(l->key + r.np_len, tail, strlen(tail) + 1);
+		track(m, l, true);
+		if (o->steal)
+			rc = steal(&r, held);
+		else if (o->if_available)
+			rc = if_available(&r, held);
+		else
+			rc = request(&r, o, held);
+		if (!rc && *held)
+			break;
 		track(m, l, false);
 		forget_key(l);
+		if (rc != -ENOENT || uatomic_read(&m->base.closed))
+			break;
+		rc = wlk__etcd_lease_renew(m, r.lease);
+		if (rc)
+			break;
+		rc = WLK_EABORTED;
 	}
+	free(r.np);
+	if (rc == -ENOENT)
+		rc = uatomic_read(&m->base.closed) ? WLK_ESTATE : WLK_EABORTED;
 	return rc;
 }
 

@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -270,7 +271,7 @@ out:
 }
 
 /* 0: renewed; 1: the lease is gone; <0: no answer. */
-static int keepalive(struct wlk__etcd_manager *m)
+static int keepalive(struct wlk__etcd_manager *m, uint64_t lease)
 {
 	struct json_object *req = json_object_new_object(), *rep, *r;
 	int64_t ttl = 0;
@@ -278,9 +279,7 @@ static int keepalive(struct wlk__etcd_manager *m)
 
 	if (!req)
 		return -ENOMEM;
-	json_object_object_add(req, "ID",
-			       wlk__etcd_jstr_int((int64_t)uatomic_read(
-				       &m->lease)));
+	json_object_object_add(req, "ID", wlk__etcd_jstr_int((int64_t)lease));
 	rc = wlk__etcd_call(&m->conn, "/v3/lease/keepalive", req, &rep);
 	json_object_put(req);
 	if (rc == -ENOENT)
@@ -294,17 +293,46 @@ static int keepalive(struct wlk__etcd_manager *m)
 	return rc ? rc : ttl > 0 ? 0 : 1;
 }
 
-/* The lease is lost: so are the locks; a new one for what follows. */
-static void lease_lost(struct wlk__etcd_manager *m)
+/* Whether @l's key is on lease @id: the first 16 hex digits of its
+ * tail (etcd.h). */
+static bool on_lease(const struct wlk__etcd_lock *l, uint64_t id)
 {
-	uint64_t id;
+	char hex[LEASE_DIGITS + 1];
 
-	wlk__etcd_mark_gone(m, NULL, 0);
-	wake_waiters(m);
-	if (!wlk__etcd_lease_grant(&m->conn, m->ttl, &id)) {
-		uatomic_set(&m->lease, id);
-		(void)wlk__etcd_bucket_join(m, m->base.max_name_len, NULL);
+	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)id);
+	return l->key_len > KEY_TAIL &&
+	       !memcmp(l->key + l->key_len - KEY_TAIL + 3, hex, LEASE_DIGITS);
+}
+
+/*
+ * wlk__etcd_lease_renew() - lease @old is lost (the cluster said so, or
+ * did not answer for a TTL): so are the locks on it, which are marked
+ * gone; a new lease for what follows, unless another thread got one
+ * already. 0, or as wlk__etcd_lease_grant() (the next call tries again).
+ */
+int wlk__etcd_lease_renew(struct wlk__etcd_manager *m, uint64_t old)
+{
+	struct wlk__etcd_lock *l;
+	uint64_t id;
+	int rc = 0;
+
+	pthread_mutex_lock(&m->lease_mu);
+	if (uatomic_read(&m->lease) == old) {
+		pthread_mutex_lock(&m->lmu);
+		cds_list_for_each_entry(l, &m->locks, link)
+			if (!l->releasing && on_lease(l, old))
+				uatomic_set(&l->gone, 1);
+		pthread_mutex_unlock(&m->lmu);
+		wake_waiters(m);
+		rc = wlk__etcd_lease_grant(&m->conn, m->ttl, &id);
+		if (!rc) {
+			uatomic_set(&m->lease, id);
+			rc = wlk__etcd_bucket_join(m, m->base.max_name_len,
+						   NULL);
+		}
 	}
+	pthread_mutex_unlock(&m->lease_mu);
+	return rc;
 }
 
 static void *agent_main(void *arg)
@@ -352,13 +380,14 @@ static void *agent_main(void *arg)
 		}
 		now = wlk__now_ns();
 		if (now >= next_ka) {
-			int rc = keepalive(m);
+			uint64_t lease = uatomic_read(&m->lease);
+			int rc = keepalive(m, lease);
 
 			if (rc == 0)
 				acked = now;
 			if (rc == 1 || (rc < 0 && wlk__now_ns() - acked >=
 							  period * 3)) {
-				lease_lost(m);
+				(void)wlk__etcd_lease_renew(m, lease);
 				acked = wlk__now_ns();
 			}
 			next_ka = now + period;

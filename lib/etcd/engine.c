@@ -126,6 +126,11 @@ static int etcd_open(struct wlk_manager *pub, const char *origin,
 		return rc;
 	CDS_INIT_LIST_HEAD(&m->locks);
 	rc = pthread_mutex_init(&m->lmu, NULL);
+	if (!rc) {
+		rc = pthread_mutex_init(&m->lease_mu, NULL);
+		if (rc)
+			pthread_mutex_destroy(&m->lmu);
+	}
 	if (rc) {
 		teardown(m);
 		return wlk__errno(rc);
@@ -142,6 +147,7 @@ static int etcd_open(struct wlk_manager *pub, const char *origin,
 			(void)lease_revoke(m);
 	}
 	if (rc) {
+		pthread_mutex_destroy(&m->lease_mu);
 		pthread_mutex_destroy(&m->lmu);
 		teardown(m);
 		return rc;
@@ -173,6 +179,7 @@ static void etcd_free(struct wlk_manager *pub)
 			wlk__etcd_local_add(m, false);
 		wlk__etcd_agent_stop(m);
 	}
+	pthread_mutex_destroy(&m->lease_mu);
 	pthread_mutex_destroy(&m->lmu);
 	teardown(m);
 }

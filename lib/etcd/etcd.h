@@ -52,6 +52,11 @@
 #define WLK_ETCD_MEMBERS_MAX 16
 #define WLK_ETCD_HOST_MAX 255
 
+/* An entry key's tail, "<c><m>-<16 hex lease>-<16 hex seq>", and its
+ * lease's digits. */
+#define LEASE_DIGITS 16
+#define KEY_TAIL (2 + 1 + LEASE_DIGITS + 1 + 16)
+
 /* Handles kept for reuse per connection (their TCP connections stay up). */
 #define WLK_ETCD_POOL 8
 
@@ -95,6 +100,7 @@ struct wlk__etcd_manager {
 	char *prefix; /* the bucket's prefix */
 	size_t prefix_len;
 	uint64_t lease;      /* [A] the current lease */
+	pthread_mutex_t lease_mu; /* one renewal at a time */
 	unsigned int ttl;    /* seconds */
 	uint64_t seq;        /* [A] the next request's number */
 	uint32_t events;     /* [A] futex: bumped by deletions in the bucket */
@@ -193,6 +199,8 @@ int wlk__etcd_agent_start(struct wlk__etcd_manager *m) WLK_INTERNAL;
 void wlk__etcd_agent_stop(struct wlk__etcd_manager *m) WLK_INTERNAL;
 int wlk__etcd_lease_grant(struct wlk__etcd_conn *c, unsigned int ttl,
 			  uint64_t *id) WLK_INTERNAL;
+int wlk__etcd_lease_renew(struct wlk__etcd_manager *m,
+			  uint64_t old) WLK_INTERNAL;
 
 /* acquire.c */
 int wlk__etcd_acquire(struct wlk_manager *m, struct wlk_lock *l,
