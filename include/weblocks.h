@@ -229,9 +229,11 @@
  *    turn, at most 2 s each); a reply that is not etcd's, -EPROTO; one over
  *    64 MiB, -EMSGSIZE. A request waiting for a grant reads its name again
  *    at least every second, whatever its watch says.
- *  - Not on etcd (yet): weblocks/async.h (wlk_manager_fd(),
- *    wlk_request_async(), wlk_lock_on_stolen() return
- *    %WLK_ENOTSUPPORTED), detect_deadlocks (wlk_manager_open() returns
+ *  - weblocks/async.h works the same; the descriptor is readable when
+ *    a deletion on a name the manager has a request or lock on may have
+ *    granted or stolen something (each dispatch then reads the bucket
+ *    once), so an edge can come without news.
+ *  - Not on etcd (yet): detect_deadlocks (wlk_manager_open() returns
  *    %WLK_ENOTSUPPORTED), weblocks/inspect.h (segments only). There are no
  *    tables: permissions and the capacities are checked but mean nothing,
  *    and %WLK_EFULL is only a steal with more holders than etcd's

@@ -128,8 +128,6 @@ bool t_stolen(struct wlk_lock *l)
 static const struct {
 	const char *test, *why;
 } t_shm_only[] = {
-	{ "async", "the etcd engine has no async path yet (WLK_ENOTSUPPORTED)" },
-	{ "abi::request_async", "the etcd engine has no async path yet" },
 	{ "abi::inspect", "inspects a shared-memory segment" },
 	{ "doorbell", "a shared-memory client's doorbell" },
 	{ "fast", "the shared-memory fast path" },
@@ -151,7 +149,6 @@ static const struct {
 	{ "query::damaged", "damages the segment" },
 	{ "query::freeze_word", "the segment's freeze word" },
 	{ "queue::full_", "the segment's table sizes (etcd has no tables)" },
-	{ "async_mp", "the etcd engine has no async path yet" },
 	{ "broadcast", "the shared-memory engine's futex broadcast" },
 	{ "coldstart", "creating the segment" },
 	{ "damaged", "damages the segment" },
@@ -160,6 +157,9 @@ static const struct {
 	{ "poison", "damages the segment" },
 	{ "stopped", "a process stopped inside the segment's mutex" },
 	{ "fast_mp", "the shared-memory fast path" },
+	{ "async_mp::holder_exec",
+	  "an exec'd holder's locks go with its lease, after its TTL, "
+	  "beyond the test's 1 s" },
 	{ "death::many_dead_holders",
 	  "a dead process's locks go with its lease, after its TTL, not "
 	  "at the next open (death::killed_* test that)" },

@@ -159,20 +159,40 @@ int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l)
 	return rc;
 }
 
+/*
+ * wlk__etcd_grant_of() - whether @l's entry is held in @k (classified):
+ * then its token is the revision of @k. An entry that is gone while its
+ * lease is not was held, and stolen, before this read (a steal deletes
+ * holders only): a grant, stolen already, whose token is the entry's
+ * creation (below the stealer's, and so refused by a fenced resource).
+ * Gone with its lease: WLK_EABORTED.
+ */
+int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+		       struct wlk__etcd_kvs *k, bool *held)
+{
+	struct wlk__etcd_entry *e = wlk__etcd_kvs_find(k, l->key, l->key_len);
+	int64_t put = uatomic_read(&l->put_rev);
+
+	if (!e) {
+		if (!put || l->lease != uatomic_read(&m->lease))
+			return WLK_EABORTED;
+		uatomic_set(&l->gone, 1);
+		l->base.token = (uint64_t)put;
+		*held = true;
+		return 0;
+	}
+	uatomic_set(&l->put_rev, e->create_rev);
+	*held = e->held;
+	if (e->held)
+		l->base.token = (uint64_t)k->revision;
+	return 0;
+}
+
 /* Our entry in @k, held: the grant. */
 static int grant_if_held(struct req *r, struct wlk__etcd_kvs *k, bool *held)
 {
-	struct wlk__etcd_entry *e;
-
 	wlk__etcd_classify(k);
-	e = wlk__etcd_kvs_find(k, r->l->key, r->l->key_len);
-	if (!e)
-		return WLK_EABORTED; /* our lease, and the entry, are gone */
-	uatomic_set(&r->l->put_rev, e->create_rev);
-	*held = e->held;
-	if (e->held)
-		r->l->base.token = (uint64_t)k->revision;
-	return 0;
+	return wlk__etcd_grant_of(r->m, r->l, k, held);
 }
 
 /* Why a waiting request stops: its manager closed, its signal, its
@@ -189,7 +209,8 @@ static int why_stop(struct wlk__etcd_manager *m, const struct wlk_options *o,
 	return 0;
 }
 
-static int request(struct req *r, const struct wlk_options *o, bool *held)
+static int request(struct req *r, const struct wlk_options *o, bool wait,
+		   bool *held)
 {
 	struct wlk__etcd_manager *m = r->m;
 	uint64_t deadline = wlk__deadline_ns(o->timeout_ns);
@@ -211,7 +232,7 @@ static int request(struct req *r, const struct wlk_options *o, bool *held)
 		if (!rc)
 			rc = grant_if_held(r, &k, held);
 		wlk__etcd_kvs_free(&k);
-		if (rc || *held)
+		if (rc || *held || !wait)
 			break;
 		why = why_stop(m, o, deadline);
 		if (!why) {
@@ -382,10 +403,16 @@ static void track(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 	pthread_mutex_unlock(&m->lmu);
 }
 
-int wlk__etcd_acquire(struct wlk_manager *pub, struct wlk_lock *pl,
-		      const struct wlk_options *o, bool *held)
+/*
+ * wlk__etcd_submit() - make @pl's request: granted (*@held), queued
+ * (*@queued: an async request that waits, its entry in place), or
+ * neither (an if_available miss); with @wait, wait for the grant as
+ * wlk_acquire() does. On error, and on a miss, nothing is left.
+ */
+int wlk__etcd_submit(struct wlk__etcd_manager *m, struct wlk_lock *pl,
+		     const struct wlk_options *o, bool wait, bool *held,
+		     bool *queued)
 {
-	struct wlk__etcd_manager *m = wlk__etcd_m(pub);
 	struct wlk__etcd_lock *l = wlk__etcd_l(pl);
 	char tail[TAIL_MAX];
 	struct req r = { .m = m, .l = l };
@@ -397,7 +424,8 @@ int wlk__etcd_acquire(struct wlk_manager *pub, struct wlk_lock *pl,
 	if (!r.np)
 		return -ENOMEM;
 	snprintf(r.value, sizeof(r.value), "%c %d %s", m_ch, (int)getpid(),
-		 pub->client_id);
+		 m->base.client_id);
+	*queued = false;
 	/* A lease found lost by the request itself (before the agent's
 	 * keepalive noticed): renewed, and the request made once more. */
 	for (int round = 0; round < LEASE_ROUNDS; round++) {
@@ -405,6 +433,7 @@ int wlk__etcd_acquire(struct wlk_manager *pub, struct wlk_lock *pl,
 		l->put_rev = 0;
 		l->releasing = false;
 		r.lease = uatomic_read(&m->lease);
+		l->lease = r.lease;
 		snprintf(tail, sizeof(tail), "%c%c-%016llx-%016llx",
 			 o->steal ? '0' : '1', m_ch,
 			 (unsigned long long)r.lease,
@@ -423,8 +452,10 @@ int wlk__etcd_acquire(struct wlk_manager *pub, struct wlk_lock *pl,
 		else if (o->if_available)
 			rc = if_available(&r, held);
 		else
-			rc = request(&r, o, held);
-		if (!rc && *held)
+			rc = request(&r, o, wait, held);
+		*queued = !rc && !*held && !wait && !o->steal &&
+			  !o->if_available;
+		if (!rc && (*held || *queued))
 			break;
 		track(m, l, false);
 		forget_key(l);
@@ -439,6 +470,51 @@ int wlk__etcd_acquire(struct wlk_manager *pub, struct wlk_lock *pl,
 	if (rc == -ENOENT)
 		rc = uatomic_read(&m->base.closed) ? WLK_ESTATE : WLK_EABORTED;
 	return rc;
+}
+
+int wlk__etcd_acquire(struct wlk_manager *pub, struct wlk_lock *pl,
+		      const struct wlk_options *o, bool *held)
+{
+	bool queued;
+
+	return wlk__etcd_submit(wlk__etcd_m(pub), pl, o, true, held, &queued);
+}
+
+/*
+ * wlk__etcd_check() - whether @pl's queued request is granted now (one
+ * range of its name): 0 with *@held, or an error (WLK_EABORTED: its entry
+ * went with a lost lease).
+ */
+int wlk__etcd_check(struct wlk__etcd_manager *m, struct wlk_lock *pl,
+		    bool *held)
+{
+	struct req r = { .m = m, .l = wlk__etcd_l(pl) };
+	struct wlk__etcd_kvs k = { 0 };
+	int rc;
+
+	r.np = wlk__etcd_name_prefix(m->prefix, m->prefix_len, pl->name,
+				     pl->name_len, &r.np_len);
+	if (!r.np)
+		return -ENOMEM;
+	rc = wlk__etcd_range(m, r.np, r.np_len, &k);
+	if (!rc)
+		rc = grant_if_held(&r, &k, held);
+	wlk__etcd_kvs_free(&k);
+	free(r.np);
+	return rc;
+}
+
+/* wlk__etcd_drop() - give up @pl's request or lock: its entry deleted,
+ * the manager no longer tracking it. */
+void wlk__etcd_drop(struct wlk__etcd_manager *m, struct wlk_lock *pl)
+{
+	struct wlk__etcd_lock *l = wlk__etcd_l(pl);
+
+	if (!l->key)
+		return;
+	track(m, l, false);
+	(void)wlk__etcd_delete(m, l);
+	forget_key(l);
 }
 
 /*

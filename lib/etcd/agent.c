@@ -38,6 +38,12 @@
 /* Nesting of a watch message: result.events[].kv is 4 deep. */
 #define JSON_DEPTH 16
 
+/* The process's open managers, so that a steal marks the locks it took
+ * from managers of this very process stolen before it returns, as the
+ * shared-memory engine does (other processes learn it from their watch). */
+static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
+static CDS_LIST_HEAD(open_managers); /* struct wlk__etcd_manager */
+
 struct watch {
 	struct wlk__etcd_manager *m;
 	CURL *h;
@@ -76,25 +82,50 @@ int wlk__etcd_lease_grant(struct wlk__etcd_conn *c, unsigned int ttl,
 
 /* Mark gone every lock whose key is @key (or every lock, for NULL),
  * except those we are releasing. */
-void wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
+/* The length of @key's name prefix (up to its last '/'), or 0. */
+static size_t name_part(const char *key, size_t len)
+{
+	while (len && key[len - 1] != '/')
+		len--;
+	return len;
+}
+
+/*
+ * wlk__etcd_mark_gone() - mark gone every lock whose key is @key (or
+ * every lock, for NULL), except those we are releasing. Return: whether
+ * a request or lock of @m is on @key's name (its waiters should look).
+ */
+bool wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
 			 size_t len)
 {
+	size_t np = key ? name_part(key, len) : 0;
 	struct wlk__etcd_lock *l;
+	bool any = false, near = false;
 
 	pthread_mutex_lock(&m->lmu);
 	cds_list_for_each_entry(l, &m->locks, link) {
+		near |= key && l->key_len > np && !memcmp(l->key, key, np) &&
+			name_part(l->key, l->key_len) == np;
 		if (l->releasing)
 			continue;
-		if (!key || (l->key_len == len && !memcmp(l->key, key, len)))
+		if (!key || (l->key_len == len && !memcmp(l->key, key, len))) {
 			uatomic_set(&l->gone, 1);
+			any = true;
+		}
 	}
 	pthread_mutex_unlock(&m->lmu);
+	if (any) /* a watched lock's stolen callback */
+		wlk__etcd_ring(m);
+	return near || any;
 }
 
+/* Blocked requests read their names again; async ones at the next
+ * dispatch, which the ring causes. */
 static void wake_waiters(struct wlk__etcd_manager *m)
 {
 	uatomic_inc(&m->events);
 	wlk__futex_wake(&m->events, INT32_MAX);
+	wlk__etcd_ring(m);
 }
 
 /* Every lock put at or before @rev whose key the bucket lacks is gone. */
@@ -122,6 +153,7 @@ static void on_message(struct watch *w, struct json_object *msg)
 {
 	struct wlk__etcd_manager *m = w->m;
 	struct json_object *r, *ev, *x;
+	bool near = false;
 	int64_t v;
 
 	if (!json_object_object_get_ex(msg, "result", &r) ||
@@ -161,12 +193,14 @@ static void on_message(struct watch *w, struct json_object *msg)
 			w->failed = true;
 			return;
 		}
-		wlk__etcd_mark_gone(m, k, n);
+		/* Only a deletion on a name we wait for can grant us. */
+		near |= wlk__etcd_mark_gone(m, k, n);
 		free(k);
 		if (v >= m->watch_rev)
 			m->watch_rev = v + 1;
 	}
-	wake_waiters(m);
+	if (near)
+		wake_waiters(m);
 }
 
 static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
@@ -451,4 +485,25 @@ void wlk__etcd_agent_stop(struct wlk__etcd_manager *m)
 	curl_multi_cleanup(m->wake);
 	m->wake = NULL;
 	m->agent_on = false;
+}
+
+void wlk__etcd_local_add(struct wlk__etcd_manager *m, bool on)
+{
+	pthread_mutex_lock(&all_mu);
+	if (on)
+		cds_list_add(&m->all, &open_managers);
+	else
+		cds_list_del(&m->all);
+	pthread_mutex_unlock(&all_mu);
+}
+
+/* A steal deleted @key: the lock of a manager of this process is gone. */
+void wlk__etcd_local_gone(const char *key, size_t len)
+{
+	struct wlk__etcd_manager *m;
+
+	pthread_mutex_lock(&all_mu);
+	cds_list_for_each_entry(m, &open_managers, all)
+		wlk__etcd_mark_gone(m, key, len);
+	pthread_mutex_unlock(&all_mu);
 }

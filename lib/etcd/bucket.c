@@ -25,9 +25,6 @@
 /* The marker's value: a decimal max_name_len. */
 #define MARKER_DIGITS 10
 
-static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
-static CDS_LIST_HEAD(all); /* struct wlk__etcd_manager, open */
-
 /* The bucket's prefix with its '/' made @tail, and @id in hex if not 0. */
 static char *key_of(const char *prefix, size_t len, char tail, uint64_t id,
 		    size_t *out_len)
@@ -213,25 +210,4 @@ out:
 	free(mk);
 	free(pk);
 	return rc;
-}
-
-void wlk__etcd_local_add(struct wlk__etcd_manager *m, bool on)
-{
-	pthread_mutex_lock(&all_mu);
-	if (on)
-		cds_list_add(&m->all, &all);
-	else
-		cds_list_del(&m->all);
-	pthread_mutex_unlock(&all_mu);
-}
-
-/* A steal deleted @key: the lock of a manager of this process is gone. */
-void wlk__etcd_local_gone(const char *key, size_t len)
-{
-	struct wlk__etcd_manager *m;
-
-	pthread_mutex_lock(&all_mu);
-	cds_list_for_each_entry(m, &all, all)
-		wlk__etcd_mark_gone(m, key, len);
-	pthread_mutex_unlock(&all_mu);
 }

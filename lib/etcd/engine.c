@@ -3,11 +3,12 @@
  * engine.c - the etcd engine as the API layer sees it (struct
  * wlk__engine, engine.h): a manager is a lease of the cluster with an
  * agent thread (agent.c), a lock an entry (acquire.c), a query one range
- * (query.c). What is left is here: becoming a client and leaving.
+ * (query.c), the async path an epoll set the agent rings (async.c). What is left is here: becoming a client and leaving.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "etcd.h"
 
@@ -117,6 +118,7 @@ static int etcd_open(struct wlk_manager *pub, const char *origin,
 	uint64_t lease;
 	int rc;
 
+	m->efd = m->ring_fd = -1;
 	rc = options_ok(o);
 	if (rc)
 		return rc;
@@ -179,6 +181,8 @@ static void etcd_free(struct wlk_manager *pub)
 			wlk__etcd_local_add(m, false);
 		wlk__etcd_agent_stop(m);
 	}
+	if (m->efd >= 0)
+		close(m->efd);
 	pthread_mutex_destroy(&m->lease_mu);
 	pthread_mutex_destroy(&m->lmu);
 	teardown(m);
@@ -208,16 +212,6 @@ static bool etcd_stolen(const struct wlk_lock *pub)
 	return uatomic_read(&((const struct wlk__etcd_lock *)pub)->gone);
 }
 
-/* The async path is not there yet: wlk_manager_fd(), wlk_request_async()
- * and wlk_lock_on_stolen() fail with WLK_ENOTSUPPORTED (weblocks.h), and
- * no manager of this engine gets an async context, so the rest is never
- * called. */
-static int etcd_async_open(struct wlk_manager *m)
-{
-	(void)m;
-	return WLK_ENOTSUPPORTED;
-}
-
 const struct wlk__engine wlk__etcd_engine = {
 	.name = "etcd",
 	.manager_size = sizeof(struct wlk__etcd_manager),
@@ -231,5 +225,13 @@ const struct wlk__engine wlk__etcd_engine = {
 	.stolen = etcd_stolen,
 	.query = wlk__etcd_query,
 	.validate = wlk__etcd_validate,
-	.async_open = etcd_async_open,
+	.async_open = wlk__etcd_async_open,
+	.async_fd = wlk__etcd_async_fd,
+	.async_watch_fd = wlk__etcd_async_watch_fd,
+	.async_ring = wlk__etcd_async_ring,
+	.async_request = wlk__etcd_async_request,
+	.async_drain = wlk__etcd_async_drain,
+	.async_settle = wlk__etcd_async_settle,
+	.async_arm = wlk__etcd_async_arm,
+	.async_close = wlk__etcd_async_close,
 };

@@ -29,6 +29,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -114,6 +115,9 @@ struct wlk__etcd_manager {
 	uint32_t watching; /* [A] futex: 1 once its watch is created, 2 if it
 			      could not be */
 	void *wake;       /* CURLM * of the agent, for curl_multi_wakeup */
+	int ring_fd;      /* [A] efd while an async context exists, or -1 */
+	int efd;          /* the async descriptor's eventfd, or -1 */
+	struct wlk__etcd_actx *actx; /* async.c's, under base.amu */
 	int64_t watch_rev; /* the agent's: resume the watch from here */
 };
 
@@ -122,9 +126,11 @@ struct wlk__etcd_lock {
 	struct cds_list_head link; /* in m->locks, under m->lmu */
 	char *key;
 	size_t key_len;
+	uint64_t lease;  /* the lease its key is on */
 	int64_t put_rev; /* [A] the revision its key was put at, or 0 */
 	uint32_t gone;  /* [A] its key was deleted by someone else */
 	bool releasing; /* under m->lmu: our own delete is on its way */
+	bool granted;   /* an async request's: held, not yet dispatched */
 };
 
 static inline struct wlk__etcd_manager *wlk__etcd_m(struct wlk_manager *m)
@@ -189,11 +195,11 @@ int wlk__etcd_txn_reply(struct json_object *rep, const char *prefix,
 int wlk__etcd_bucket_join(struct wlk__etcd_manager *m, uint32_t max_name_len,
 			  uint32_t *out) WLK_INTERNAL;
 int wlk__etcd_bucket_remove(struct wlk__etcd_manager *m) WLK_INTERNAL;
-void wlk__etcd_local_add(struct wlk__etcd_manager *m, bool on) WLK_INTERNAL;
-void wlk__etcd_local_gone(const char *key, size_t len) WLK_INTERNAL;
 
 /* agent.c */
-void wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
+void wlk__etcd_local_add(struct wlk__etcd_manager *m, bool on) WLK_INTERNAL;
+void wlk__etcd_local_gone(const char *key, size_t len) WLK_INTERNAL;
+bool wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
 			 size_t len) WLK_INTERNAL;
 int wlk__etcd_agent_start(struct wlk__etcd_manager *m) WLK_INTERNAL;
 void wlk__etcd_agent_stop(struct wlk__etcd_manager *m) WLK_INTERNAL;
@@ -206,8 +212,40 @@ int wlk__etcd_lease_renew(struct wlk__etcd_manager *m,
 int wlk__etcd_acquire(struct wlk_manager *m, struct wlk_lock *l,
 		      const struct wlk_options *o, bool *held) WLK_INTERNAL;
 int wlk__etcd_release(struct wlk_lock *l) WLK_INTERNAL;
+int wlk__etcd_submit(struct wlk__etcd_manager *m, struct wlk_lock *pl,
+		     const struct wlk_options *o, bool wait, bool *held,
+		     bool *queued) WLK_INTERNAL;
+int wlk__etcd_check(struct wlk__etcd_manager *m, struct wlk_lock *pl,
+		    bool *held) WLK_INTERNAL;
+int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+		       struct wlk__etcd_kvs *k, bool *held) WLK_INTERNAL;
+void wlk__etcd_drop(struct wlk__etcd_manager *m,
+		    struct wlk_lock *pl) WLK_INTERNAL;
 int wlk__etcd_delete(struct wlk__etcd_manager *m,
 		     struct wlk__etcd_lock *l) WLK_INTERNAL;
+
+/* The agent's ring, and async.c's: the async descriptor becomes
+ * readable (inline: the agent is below async.c). */
+static inline void wlk__etcd_ring(struct wlk__etcd_manager *m)
+{
+	int fd = uatomic_read(&m->ring_fd);
+
+	if (fd >= 0)
+		(void)!write(fd, &(uint64_t){ 1 }, sizeof(uint64_t));
+}
+
+/* async.c: struct wlk__engine's async ops */
+int wlk__etcd_async_open(struct wlk_manager *m) WLK_INTERNAL;
+int wlk__etcd_async_fd(struct wlk_manager *m) WLK_INTERNAL;
+int wlk__etcd_async_watch_fd(struct wlk_manager *m, int fd) WLK_INTERNAL;
+void wlk__etcd_async_ring(struct wlk_manager *m) WLK_INTERNAL;
+int wlk__etcd_async_request(struct wlk_manager *m, struct wlk_async *r,
+			    const struct wlk_options *o) WLK_INTERNAL;
+void wlk__etcd_async_drain(struct wlk_manager *m) WLK_INTERNAL;
+void wlk__etcd_async_settle(struct wlk_manager *m, struct wlk_async *r,
+			    int why) WLK_INTERNAL;
+void wlk__etcd_async_arm(struct wlk_manager *m) WLK_INTERNAL;
+void wlk__etcd_async_close(struct wlk_manager *m) WLK_INTERNAL;
 
 /* query.c */
 int wlk__etcd_query(struct wlk_manager *m,
