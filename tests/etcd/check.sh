@@ -6,8 +6,8 @@
 # tests/multiproc/multiproc with WEBLOCKS_BACKEND naming it (the tests
 # skip, with the reason, what only the shared-memory engine has), then
 # the etcd fault tests (tests/etcd/faults: a leader killed while requests
-# wait, a lease that expires, a member restarted), and stop the members by
-# their pids. Ends with "N passed, N failed", which tests/run.sh adds to
+# wait, a lease that expires, a member restarted) and a short torture run
+# (tests/torture), and stop the members by their pids. Ends with "N passed, N failed", which tests/run.sh adds to
 # its totals. Without etcd installed it says so and counts nothing.
 #
 # usage: check.sh BUILDDIR [SRCDIR]
@@ -80,6 +80,19 @@ run unit "$build/tests/unit/unit" -j"$jobs"
 run multiproc "$build/tests/multiproc/multiproc" -j"$jobs"
 # The fault tests kill and restart members: one at a time.
 run faults "$build/tests/etcd/faults" -j1
+
+# The torture (tests/torture.c: its invariant checker, workers SIGKILLed)
+# on etcd: kills 200 ms apart at most, since a worker needs round trips
+# to the cluster to get anywhere; one test, by its exit status.
+log=$build/etcd-torture.log
+if timeout -k 10 300 "$build/tests/torture" -p 6 -n 3 -k 60 -g 200 \
+	-t 120 >"$log" 2>&1; then
+	passed=$((passed + 1))
+else
+	failed=$((failed + 1))
+	tail -n 20 "$log"
+fi
+echo "etcd: $(grep -a '^torture: .*kills=' "$log" | tail -n 1)"
 
 echo "$passed passed, $failed failed"
 ((failed == 0))
