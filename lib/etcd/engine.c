@@ -3,7 +3,8 @@
  * engine.c - the etcd engine as the API layer sees it (struct
  * wlk__engine, engine.h): a manager is a lease of the cluster with an
  * agent thread (agent.c), a lock an entry (acquire.c), a query one range
- * (query.c), the async path an epoll set the agent rings (async.c). What is left is here: becoming a client and leaving.
+ * (query.c), the async path an epoll set the agent rings (async.c).
+ * What is left is here: becoming a client and leaving.
  */
 #include <errno.h>
 #include <stdlib.h>

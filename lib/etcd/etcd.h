@@ -196,17 +196,69 @@ int wlk__etcd_bucket_join(struct wlk__etcd_manager *m, uint32_t max_name_len,
 			  uint32_t *out) WLK_INTERNAL;
 int wlk__etcd_bucket_remove(struct wlk__etcd_manager *m) WLK_INTERNAL;
 
-/* agent.c */
+/* gone.c */
 void wlk__etcd_local_add(struct wlk__etcd_manager *m, bool on) WLK_INTERNAL;
 void wlk__etcd_local_gone(const char *key, size_t len) WLK_INTERNAL;
 bool wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
 			 size_t len) WLK_INTERNAL;
+void wlk__etcd_wake(struct wlk__etcd_manager *m) WLK_INTERNAL;
+
+/* watch.c: the agent's stream (CURLM and CURL handles as void *) */
+struct wlk__etcd_watch {
+	struct wlk__etcd_manager *m;
+	void *h;       /* CURL * */
+	void *hdr;     /* struct curl_slist * */
+	json_tokener *tok;
+	char *body;
+	size_t pending; /* bytes of the message being parsed */
+	unsigned int member;
+	bool failed; /* a message we could not read: restart */
+	bool compacted;
+};
+int wlk__etcd_watch_begin(void *multi,
+			  struct wlk__etcd_watch *w) WLK_INTERNAL;
+void wlk__etcd_watch_end(void *multi,
+			 struct wlk__etcd_watch *w) WLK_INTERNAL;
+void wlk__etcd_resync(struct wlk__etcd_manager *m) WLK_INTERNAL;
+
+/* agent.c */
 int wlk__etcd_agent_start(struct wlk__etcd_manager *m) WLK_INTERNAL;
 void wlk__etcd_agent_stop(struct wlk__etcd_manager *m) WLK_INTERNAL;
 int wlk__etcd_lease_grant(struct wlk__etcd_conn *c, unsigned int ttl,
 			  uint64_t *id) WLK_INTERNAL;
 int wlk__etcd_lease_renew(struct wlk__etcd_manager *m,
 			  uint64_t old) WLK_INTERNAL;
+
+/* txn.c: a request's transactions */
+/* "<m> <pid> <clientId>" */
+#define WLK_ETCD_VALUE_MAX (2 + 11 + 1 + WLK_CLIENT_ID_MAX + 1)
+struct wlk__etcd_req {
+	struct wlk__etcd_manager *m;
+	struct wlk__etcd_lock *l;
+	char *np; /* the name's prefix */
+	size_t np_len;
+	char value[WLK_ETCD_VALUE_MAX];
+	uint64_t lease;
+};
+struct json_object *wlk__etcd_op_put(struct wlk__etcd_req *r) WLK_INTERNAL;
+struct json_object *wlk__etcd_op_delete(const char *key,
+					size_t len) WLK_INTERNAL;
+struct json_object *wlk__etcd_list(struct json_object *a,
+				   struct json_object *b,
+				   struct json_object *c) WLK_INTERNAL;
+int wlk__etcd_txn(struct wlk__etcd_req *r, struct json_object *cmp,
+		  struct json_object *ok, struct json_object *fail,
+		  bool *succeeded, struct wlk__etcd_kvs *kvs) WLK_INTERNAL;
+int wlk__etcd_grant_if_held(struct wlk__etcd_req *r, struct wlk__etcd_kvs *k,
+			    bool *held) WLK_INTERNAL;
+int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+		       struct wlk__etcd_kvs *k, bool *held) WLK_INTERNAL;
+int wlk__etcd_delete(struct wlk__etcd_manager *m,
+		     struct wlk__etcd_lock *l) WLK_INTERNAL;
+
+/* atonce.c */
+int wlk__etcd_if_available(struct wlk__etcd_req *r, bool *held) WLK_INTERNAL;
+int wlk__etcd_steal(struct wlk__etcd_req *r, bool *held) WLK_INTERNAL;
 
 /* acquire.c */
 int wlk__etcd_acquire(struct wlk_manager *m, struct wlk_lock *l,
@@ -217,12 +269,8 @@ int wlk__etcd_submit(struct wlk__etcd_manager *m, struct wlk_lock *pl,
 		     bool *queued) WLK_INTERNAL;
 int wlk__etcd_check(struct wlk__etcd_manager *m, struct wlk_lock *pl,
 		    bool *held) WLK_INTERNAL;
-int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
-		       struct wlk__etcd_kvs *k, bool *held) WLK_INTERNAL;
 void wlk__etcd_drop(struct wlk__etcd_manager *m,
 		    struct wlk_lock *pl) WLK_INTERNAL;
-int wlk__etcd_delete(struct wlk__etcd_manager *m,
-		     struct wlk__etcd_lock *l) WLK_INTERNAL;
 
 /* The agent's ring, and async.c's: the async descriptor becomes
  * readable (inline: the agent is below async.c). */

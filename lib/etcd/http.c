@@ -247,9 +247,8 @@ static enum attempt gateway_error(struct json_object *j, int *rc)
 	}
 }
 
-static enum attempt attempt(struct wlk__etcd_conn *c, CURL *h,
-			    const char *url, const char *body, long ms,
-			    struct json_object **out, int *rc)
+static enum attempt attempt(CURL *h, const char *url, const char *body,
+			    long ms, struct json_object **out, int *rc)
 {
 	struct curl_slist hdr = { .data = (char *)"Content-Type: "
 						   "application/json" };
@@ -337,7 +336,7 @@ int wlk__etcd_call(struct wlk__etcd_conn *c, const char *path,
 				goto out;
 			ms = (long)((deadline - now) / 1000000u) + 1;
 			snprintf(url, sizeof(url), "%s%s", c->url[k], path);
-			a = attempt(c, h, url, body, ms, out, &rc);
+			a = attempt(h, url, body, ms, out, &rc);
 			if (a == OK) {
 				uatomic_set(&c->cur, k);
 				rc = 0;

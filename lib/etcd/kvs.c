@@ -13,10 +13,9 @@
 
 #include "etcd.h"
 
-/* The tail of an entry's key after its name's '/': "<c><m>-<16 hex>-<16
- * hex>". */
-#define ID_DIGITS 16
-#define TAIL_LEN (2 + 1 + ID_DIGITS + 1 + ID_DIGITS)
+/* The tail of an entry's key after its name's '/' (etcd.h). */
+#define ID_DIGITS LEASE_DIGITS
+#define TAIL_LEN KEY_TAIL
 /* Longest decimal pid in a value. */
 #define PID_DIGITS 10
 
