@@ -13,11 +13,18 @@
  *    WLK_ESTOLEN.
  *  - A member restarted under a waiter whose watch stream it carried: the
  *    waiter is still woken by the release.
+ *  - No cluster: -EHOSTUNREACH within the call timeout; a server that is
+ *    not etcd, or replies what etcd never would: -EPROTO, not a crash.
  */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "../common.h"
@@ -228,4 +235,107 @@ Test(faults, member_restarted_under_a_waiting_request, T_FIX,
 	cr_assert_eq(t_held_n(m, NULL, 0), 0);
 	t_pipe_close(&p[0]);
 	t_pipe_close(&p[1]);
+}
+
+/* Bound on how long an unreachable cluster may take to be reported: the
+ * call timeout the test sets, and room for a loaded machine. */
+#define UNREACHABLE_TIMEOUT_MS 1000
+#define UNREACHABLE_SLACK_MS 2000
+
+Test(faults, unreachable_cluster_is_an_error_within_the_timeout, T_FIX,
+     .timeout = 30)
+{
+	struct wlk_manager_options o = { .size = sizeof(o),
+					 .backend = "etcd://127.0.0.1:1" };
+	struct wlk_manager *m = (struct wlk_manager *)&o;
+	uint64_t t0 = t_now_ns();
+
+	cr_assert_eq(setenv("WEBLOCKS_ETCD_TIMEOUT_MS", "1000", 1), 0);
+	T_ASSERT_RC(wlk_manager_open(t_origin, &o, &m), -EHOSTUNREACH);
+	cr_assert_eq(m, (struct wlk_manager *)&o, "*out written on error");
+	cr_assert_lt(t_now_ns() - t0, (UNREACHABLE_TIMEOUT_MS +
+				       UNREACHABLE_SLACK_MS) * 1000000ull);
+	T_ASSERT_RC(wlk_bucket_remove(t_origin, &o), -EHOSTUNREACH);
+}
+
+/* A server that answers every request on @fd with @reply, then closes. */
+struct liar {
+	int fd;
+	const char *reply;
+};
+
+static void *liar_main(void *arg)
+{
+	struct liar *l = arg;
+	char buf[4096];
+	int c;
+
+	while ((c = accept(l->fd, NULL, NULL)) >= 0) {
+		struct timeval tv = { 0, 200000 };
+
+		/* Read the whole request (a close with unread bytes would be
+		 * a reset, not a reply), answer, and read until the client
+		 * closes. */
+		setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		while (read(c, buf, sizeof(buf)) == (ssize_t)sizeof(buf))
+			;
+		(void)!write(c, l->reply, strlen(l->reply));
+		shutdown(c, SHUT_WR);
+		while (read(c, buf, sizeof(buf)) > 0)
+			;
+		close(c);
+	}
+	return NULL;
+}
+
+/* What wlk_manager_open() says to a server that is not etcd. */
+static int open_against(const char *reply)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	struct liar l = { .reply = reply };
+	struct wlk_manager_options o = { .size = sizeof(o) };
+	struct wlk_manager *m = NULL;
+	char backend[64];
+	pthread_t t;
+	int rc;
+
+	l.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(l.fd, 0);
+	cr_assert_eq(bind(l.fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(l.fd, 8), 0);
+	cr_assert_eq(getsockname(l.fd, (struct sockaddr *)&a, &len), 0);
+	snprintf(backend, sizeof(backend), "etcd://127.0.0.1:%d",
+		 ntohs(a.sin_port));
+	o.backend = backend;
+	cr_assert_eq(pthread_create(&t, NULL, liar_main, &l), 0);
+	rc = wlk_manager_open(t_origin, &o, &m);
+	if (!rc)
+		wlk_manager_close(m);
+	shutdown(l.fd, SHUT_RDWR);
+	close(l.fd);
+	pthread_join(t, NULL);
+	return rc;
+}
+
+#define OK_HEAD "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: "
+
+Test(faults, a_reply_that_is_not_etcds_is_an_error, T_FIX, .timeout = 30)
+{
+	static const char *const replies[] = {
+		OK_HEAD "5\r\n\r\nhello",
+		OK_HEAD "2\r\n\r\n[]",
+		OK_HEAD "21\r\n\r\n{\"ID\":\"-5\",\"TTL\":\"x\"}",
+		OK_HEAD "16\r\n\r\n{\"ID\":{\"a\":[1]}}",
+		"HTTP/1.1 400 Bad\r\nConnection: close\r\n"
+		"Content-Length: 2\r\n\r\n{}",
+	};
+
+	cr_assert_eq(setenv("WEBLOCKS_ETCD_TIMEOUT_MS", "1000", 1), 0);
+	for (size_t i = 0; i < sizeof(replies) / sizeof(replies[0]); i++) {
+		int rc = open_against(replies[i]);
+
+		cr_assert_eq(rc, -EPROTO, "reply %zu: got %s", i, t_ename(rc));
+	}
 }
