@@ -112,7 +112,7 @@ static int request(struct wlk__etcd_req *r, const struct wlk_options *o,
 		*held = false;
 	}
 	if (rc && rc != -ENOENT) /* -ENOENT: the put's lease was gone */
-		(void)wlk__etcd_delete(m, r->l);
+		(void)wlk__etcd_delete(m, r->l, NULL);
 	return rc;
 }
 
@@ -237,7 +237,7 @@ void wlk__etcd_drop(struct wlk__etcd_manager *m, struct wlk_lock *pl)
 	if (!l->key)
 		return;
 	track(m, l, false);
-	(void)wlk__etcd_delete(m, l);
+	(void)wlk__etcd_delete(m, l, NULL);
 	forget_key(l);
 }
 
@@ -251,8 +251,7 @@ int wlk__etcd_release(struct wlk_lock *pl)
 {
 	struct wlk__etcd_manager *m = wlk__etcd_m(pl->m);
 	struct wlk__etcd_lock *l = wlk__etcd_l(pl);
-	struct wlk__etcd_req r = { .m = m, .l = l };
-	bool ok = false;
+	int64_t deleted = 0;
 	int rc;
 
 	pthread_mutex_lock(&m->lmu);
@@ -263,13 +262,11 @@ int wlk__etcd_release(struct wlk_lock *pl)
 		forget_key(l);
 		return WLK_ESTATE;
 	}
-	rc = wlk__etcd_txn(&r,
-		 wlk__etcd_list(wlk__etcd_cmp(l->key, l->key_len, false, "VERSION",
-				    "GREATER", 0),
-		      NULL, NULL),
-		 wlk__etcd_list(wlk__etcd_op_delete(l->key, l->key_len), NULL, NULL),
-		 json_object_new_array(), &ok, NULL);
-	if (!rc && (!ok || uatomic_read(&l->gone)))
+	/* Nothing deleted: someone else did (a steal, the lease's end). A
+	 * delete sent twice (http.c's failover) would say so wrongly: a
+	 * release then reports WLK_ESTOLEN of a lock it did let go. */
+	rc = wlk__etcd_delete(m, l, &deleted);
+	if (!rc && (!deleted || uatomic_read(&l->gone)))
 		rc = WLK_ESTOLEN;
 	forget_key(l);
 	return rc;

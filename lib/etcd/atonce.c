@@ -74,7 +74,7 @@ int wlk__etcd_if_available(struct wlk__etcd_req *r, bool *held)
 	}
 	wlk__etcd_kvs_free(&k);
 	if (rc == -EPROTO)
-		(void)wlk__etcd_delete(r->m, r->l);
+		(void)wlk__etcd_delete(r->m, r->l, NULL);
 	return rc;
 }
 

@@ -253,8 +253,8 @@ int wlk__etcd_grant_if_held(struct wlk__etcd_req *r, struct wlk__etcd_kvs *k,
 			    bool *held) WLK_INTERNAL;
 int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 		       struct wlk__etcd_kvs *k, bool *held) WLK_INTERNAL;
-int wlk__etcd_delete(struct wlk__etcd_manager *m,
-		     struct wlk__etcd_lock *l) WLK_INTERNAL;
+int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+		     int64_t *deleted) WLK_INTERNAL;
 
 /* atonce.c */
 int wlk__etcd_if_available(struct wlk__etcd_req *r, bool *held) WLK_INTERNAL;

@@ -97,11 +97,14 @@ struct json_object *wlk__etcd_list(struct json_object *a,
 	return l;
 }
 
-/* Delete @l's key, whatever state it is in (an abort, a timeout, a
- * close). Errors are the lease's to mend: the key goes with it. */
-int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l)
+/* Delete @l's key, whatever state it is in (a release, an abort, a
+ * timeout), and say in *@deleted (if not NULL) whether it was there.
+ * After an error the lease mends it: the key goes with it. */
+int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+		     int64_t *deleted)
 {
 	struct json_object *d = json_object_new_object(), *rep;
+	int64_t n = 0;
 	int rc;
 
 	if (!d)
@@ -109,8 +112,12 @@ int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l)
 	json_object_object_add(d, "key", wlk__etcd_jkey(l->key, l->key_len));
 	rc = wlk__etcd_call(&m->conn, "/v3/kv/deleterange", d, &rep);
 	json_object_put(d);
-	if (!rc)
-		json_object_put(rep);
+	if (rc)
+		return rc;
+	rc = wlk__etcd_int64(rep, "deleted", &n);
+	json_object_put(rep);
+	if (!rc && deleted)
+		*deleted = n;
 	return rc;
 }
 
