@@ -212,6 +212,74 @@
  * with one &wlk_lock_info.scope value. A scope has at most %WLK_SCOPE_MAX
  * distinct names.
  *
+ * ETCD ENGINE
+ *
+ * A manager opened with wlk_manager_options.backend, or with the
+ * environment variable WEBLOCKS_BACKEND (for programs that cannot change
+ * their code), set to "etcd://host:port,host:port,..." (at most 16
+ * members) keeps its bucket's lock state on that etcd v3 cluster (3.4 or
+ * later, through its JSON gateway, plain HTTP), shared by every process
+ * of every machine that opens the same (origin, bucket, partition) on it.
+ * configure --enable-etcd builds it (libcurl, json-c); a build without it
+ * refuses such a manager with %WLK_ENOTSUPPORTED. Tunables, from the
+ * environment: WEBLOCKS_ETCD_TTL, the lease's TTL in seconds (default 10,
+ * at most 3600), and WEBLOCKS_ETCD_TIMEOUT_MS, how long one call tries the
+ * members (default 5000).
+ *
+ * The same rules hold: modes, FIFO per name, if_available, steal, signal,
+ * timeout, close (the lease is revoked: every request and lock of the
+ * manager goes in one revision, so none of its requests is granted on the
+ * way out), and wlk_query() is one linearizable read, atomic across names
+ * at one revision. What differs:
+ *
+ *  - Tokens (wlk_lock_token()) are etcd revisions: cluster-wide, every
+ *    grant of a name above every earlier grant of it, but not consecutive.
+ *    Restoring the cluster from a backup can repeat them: restore with a
+ *    new --initial-cluster-token, and re-fence the resources.
+ *  - A process that dies without closing holds its locks until its lease
+ *    expires: within the TTL after its last keepalive (plus an election if
+ *    the leader changes meanwhile). Each manager renews its lease every
+ *    TTL/3 from a library thread (signals blocked).
+ *  - Losing a lock: a process paused, or cut off from the cluster, for
+ *    longer than the TTL loses its locks, and they are granted to others.
+ *    Its holders then see wlk_lock_stolen() true and wlk_release() return
+ *    %WLK_ESTOLEN, as after a steal, once the manager learns it: when the
+ *    cluster answers again (its watch, or its next keepalive), or after a
+ *    whole TTL without an answer (even if the cluster kept the lease). Its
+ *    requests still waiting fail with %WLK_EABORTED. Until it learns, it
+ *    may believe it holds a lock another holds: only the fencing token,
+ *    checked by the resource, is safe against that.
+ *  - A lock stolen by another process is seen stolen by its holder when
+ *    the holder's watch brings the deletion, usually within milliseconds,
+ *    not when the steal returns (in the stealer's own process, at once).
+ *  - Errors of the cluster: no member answering within
+ *    WEBLOCKS_ETCD_TIMEOUT_MS is -EHOSTUNREACH (each member is tried in
+ *    turn, at most 2 s each); a reply that is not etcd's, -EPROTO; one over
+ *    64 MiB, -EMSGSIZE. A request waiting for a grant reads its name again
+ *    at least every second, whatever its watch says.
+ *  - weblocks/async.h works the same; the descriptor is readable when
+ *    a deletion on a name the manager has a request or lock on may have
+ *    granted or stolen something (each dispatch then reads the bucket
+ *    once), so an edge can come without news.
+ *  - Not on etcd (yet): detect_deadlocks (wlk_manager_open() returns
+ *    %WLK_ENOTSUPPORTED), scopes (wlk_acquire_scope() and its kin return
+ *    %WLK_ENOTSUPPORTED for two or more distinct names), weblocks/inspect.h
+ *    (segments only). There are no
+ *    tables: permissions and the capacities are checked but mean nothing,
+ *    and %WLK_EFULL is only a steal with more holders than etcd's
+ *    --max-txn-ops (128) allows in one transaction, less two. max_name_len
+ *    is set by the bucket's first opener, as with a segment.
+ *    wlk_manager_validate() checks that every key under the bucket's prefix
+ *    is one this library wrote. wlk_bucket_remove() forgets the bucket's
+ *    max_name_len: -EBUSY while a manager has it open, -ENOENT if none.
+ *  - The cluster is the security boundary: without etcd's TLS and RBAC
+ *    (not supported here) anyone who reaches it can read and change every
+ *    bucket. Names are hex-encoded into keys, so no name reaches outside
+ *    its bucket's keys.
+ *  - A manager costs a lease, a thread, a watch connection and a few HTTP
+ *    connections; an uncontended acquire and release are two round trips
+ *    to the cluster.
+ *
  * CAVEATS
  *
  *  - Only processes of the same effective user share a bucket; the segment is
@@ -399,6 +467,13 @@ struct wlk_snapshot; /* result of wlk_query() */
  *                extension, off by default: the spec has no such error,
  *                and the check costs each request that would wait a walk
  *                of the bucket's pending requests.
+ * @backend:      where the bucket's lock state lives: NULL or "" for the
+ *                environment variable WEBLOCKS_BACKEND, and if that is
+ *                unset or "shm", a shared-memory segment on this machine;
+ *                "etcd://host:port,host:port,..." for an etcd v3 cluster
+ *                (ETCD ENGINE below; %WLK_ENOTSUPPORTED from
+ *                wlk_manager_open() in a build without it, or for any
+ *                other scheme). Read at open only.
  *
  * %WLK_MANAGER_OPTIONS_INIT (or all-zero, or a NULL pointer) gives the
  * defaults. The three capacities are used only by the process that creates
@@ -414,6 +489,7 @@ struct wlk_manager_options {
 	uint32_t max_requests;
 	uint32_t max_name_len;
 	bool detect_deadlocks;
+	const char *backend;
 };
 
 /**

@@ -110,8 +110,95 @@ void t_track_file(const char *path)
 	t_files[t_nfiles++] = t_strdup_or_null(path);
 }
 
+bool t_on_etcd(void)
+{
+	const char *b = getenv("WEBLOCKS_BACKEND");
+
+	return b && !strncmp(b, "etcd://", 7);
+}
+
+bool t_stolen(struct wlk_lock *l)
+{
+	for (int i = 0; t_on_etcd() && i < T_WAIT_MS && !wlk_lock_stolen(l);
+	     i++)
+		t_nap_ms(1);
+	return wlk_lock_stolen(l);
+}
+
+/* Tests that do not apply on etcd: "suite" or "suite::prefix" of names. */
+static const struct {
+	const char *test, *why;
+} t_shm_only[] = {
+	{ "abi::inspect", "inspects a shared-memory segment" },
+	{ "doorbell", "a shared-memory client's doorbell" },
+	{ "fast", "the shared-memory fast path" },
+	{ "fastwait", "the shared-memory fast path" },
+	{ "hotpath", "counts the shared-memory fast path's system calls" },
+	{ "deadlock::the_request", "detect_deadlocks is not on etcd" },
+	{ "deadlock::a_", "detect_deadlocks is not on etcd" },
+	{ "deadlock::scopes", "detect_deadlocks and scopes are not on etcd" },
+	{ "scope", "scopes are not on etcd yet" },
+	{ "scope_queue", "scopes are not on etcd yet" },
+	{ "scope_mp", "scopes are not on etcd yet" },
+	{ "manager::segment", "the segment file" },
+	{ "manager::bucket_remove_after_close", "the segment file" },
+	{ "manager::opening_a_0660", "the segment file's permissions" },
+	{ "manager::second_manager_asking", "the segment file's permissions" },
+	{ "manager::non_regular_file", "the segment file" },
+	{ "manager::corrupt_segment", "damages the segment" },
+	{ "manager::managers_of_one_bucket_share", "the segment's mapping" },
+	{ "manager::cancelling_an_open", "the segment's init lock" },
+	{ "manager::request_dropped_by_a_repair", "damages the segment" },
+	{ "manager::close_aborts", "tokens are etcd revisions, not consecutive; "
+	  "the etcd run's own tests check the order" },
+	{ "query::damaged", "damages the segment" },
+	{ "query::freeze_word", "the segment's freeze word" },
+	{ "queue::full_", "the segment's table sizes (etcd has no tables)" },
+	{ "broadcast", "the shared-memory engine's futex broadcast" },
+	{ "coldstart", "creating the segment" },
+	{ "damaged", "damages the segment" },
+	{ "deadlock_mp", "detect_deadlocks is not on etcd" },
+	{ "failpoints", "fail points inside the segment's critical sections" },
+	{ "poison", "damages the segment" },
+	{ "stopped", "a process stopped inside the segment's mutex" },
+	{ "fast_mp", "the shared-memory fast path" },
+	{ "async_mp::holder_exec",
+	  "an exec'd holder's locks go with its lease, after its TTL, "
+	  "beyond the test's 1 s" },
+	{ "death::many_dead_holders",
+	  "a dead process's locks go with its lease, after its TTL, not "
+	  "at the next open (death::killed_* test that)" },
+	{ "death::killed_stolen_holder",
+	  "the segment's request table filled" },
+	{ "death::open_from_another_pid_namespace",
+	  "PID namespaces limit the shared-memory engine only" },
+	{ "mp_query::snapshot_is_atomic_across_names",
+	  "fills the segment's name table to slow its copy down" },
+};
+
+/* Skip the current test on etcd if the table says so. */
+static void t_skip_if_shm_only(void)
+{
+	const struct criterion_test *t = criterion_current_test;
+	char full[256];
+
+	if (!t || !t_on_etcd())
+		return;
+	snprintf(full, sizeof(full), "%s::%s", t->category, t->name);
+	for (size_t i = 0; i < sizeof(t_shm_only) / sizeof(t_shm_only[0]);
+	     i++) {
+		const char *p = t_shm_only[i].test;
+		size_t n = strlen(p);
+
+		if (!strncmp(full, p, n) &&
+		    (strchr(p, ':') || full[n] == ':'))
+			cr_skip_test("on etcd: %s", t_shm_only[i].why);
+	}
+}
+
 void t_init(void)
 {
+	t_skip_if_shm_only();
 	t_in_test = true;
 	t_make_origin(t_origin, sizeof(t_origin), NULL);
 	t_track_bucket(t_origin, NULL, NULL);

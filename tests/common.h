@@ -28,6 +28,21 @@ extern char t_origin[];
 void t_init(void);
 void t_fini(void);
 
+/*
+ * The engine under test: the library's (WEBLOCKS_BACKEND, weblocks.h), so
+ * that the same tests run on each. On etcd, t_init() skips, with its
+ * reason, each test of the table in common.c: those that look into the
+ * shared-memory segment or test what only it has (its tables' limits,
+ * its fast path, tokens that count grants one by one).
+ */
+bool t_on_etcd(void);
+/*
+ * wlk_lock_stolen(@l) of a lock stolen by another process: on etcd its
+ * holder learns of the steal from its watch, a moment later, so this
+ * polls (bounded, T_WAIT_MS) for it there; at once on shared memory.
+ */
+bool t_stolen(struct wlk_lock *l);
+
 /* The fixture, for Test(suite, name, T_FIX, .timeout = N). */
 #define T_FIX .init = t_init, .fini = t_fini
 

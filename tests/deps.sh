@@ -2,10 +2,13 @@
 # deps.sh - sourced by examples/demo.sh and tests/run.sh: install the
 # Debian packages the build, the tests and the examples need, only those
 # missing (libuv1-dev is only for examples/libuv, spin for the model check
-# in tests/model). $deps_who names the caller in messages.
+# in tests/model, libcurl4-openssl-dev and libjson-c-dev for the etcd
+# engine, etcd-server and curl for its tests' cluster). $deps_who names
+# the caller in messages.
 
 deps_packages=(build-essential autoconf automake libtool pkg-config
-	liburcu-dev libcriterion-dev libuv1-dev spin)
+	liburcu-dev libcriterion-dev libuv1-dev spin
+	libcurl4-openssl-dev libjson-c-dev etcd-server curl)
 
 install_missing() {
 	local missing=() p sudo=() who=${deps_who:-deps}

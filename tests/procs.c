@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* procs.c - see procs.h. */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -64,6 +67,38 @@ static void print_violation(const char *what, void *arg)
 	fprintf(stderr, "%s: invalid segment: %s\n", (const char *)arg, what);
 }
 
+/*
+ * On etcd a killed process's entries stay until its lease expires: wait
+ * for the bucket to empty, up to the lease's TTL (WEBLOCKS_ETCD_TTL,
+ * default 10 s) and ETCD_EXPIRY_SLACK_S more.
+ */
+#define ETCD_EXPIRY_SLACK_S 5
+
+static void wait_for_leases(struct wlk_manager *m)
+{
+	const char *b = getenv("WEBLOCKS_BACKEND");
+	const char *t = getenv("WEBLOCKS_ETCD_TTL");
+	uint64_t end = procs_now_ns() +
+		       (uint64_t)((t ? atoi(t) : 10) + ETCD_EXPIRY_SLACK_S) *
+			       NSEC_PER_SEC;
+
+	if (!b || strncmp(b, "etcd://", 7))
+		return;
+	while (procs_now_ns() < end) {
+		struct wlk_snapshot *s;
+		bool empty = false;
+
+		if (wlk_query(m, &s) == 0) {
+			empty = !wlk_snapshot_held_count(s) &&
+				!wlk_snapshot_pending_count(s);
+			wlk_snapshot_free(s);
+		}
+		if (empty)
+			return;
+		procs_nap(NSEC_PER_SEC / 10);
+	}
+}
+
 int procs_final_check(const char *origin, const char *who)
 {
 	struct wlk_manager *m;
@@ -77,6 +112,7 @@ int procs_final_check(const char *origin, const char *who)
 	}
 	if (wlk_manager_validate(m, print_violation, (void *)who))
 		bad = 1;
+	wait_for_leases(m);
 	rc = wlk_query(m, &s);
 	if (rc == 0) {
 		if (wlk_snapshot_held_count(s) ||

@@ -4,7 +4,9 @@
 #
 # Builds from scratch, out of tree, twice:
 #   build-check/  --enable-Werror; make check, then make distcheck, then
-#                 each bindings/NAME/check.sh against this build's library
+#                 each bindings/NAME/check.sh against this build's library,
+#                 then the unit and multiproc suites again on the etcd
+#                 engine with its fault tests (tests/etcd/check.sh)
 #   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer; make check
 #   build-deb/    the Debian packages: built, lintian, installed, the
 #                 README's example built against them (tests/debian)
@@ -170,38 +172,50 @@ build_and_check() {
 	return "$rc"
 }
 
-# bindings LABEL BUILDDIR: each bindings/NAME/check.sh builds its
-# package against BUILDDIR's library, runs its tests, and ends its output
-# with a line "N passed, N failed", which is added to the totals. The
-# script installs what it needs (as deps.sh does) and exits non-zero if
-# anything failed. Its whole output goes to BUILDDIR/bindings-NAME.log.
-bindings() {
-	local label=$1 dir=$2 script name log line rc re
+# scripted LABEL NAME SCRIPT BUILDDIR: run SCRIPT BUILDDIR SRCDIR, whose
+# output ends with a line "N passed, N failed", which is added to the
+# totals. The script installs what it needs (as deps.sh does) and exits
+# non-zero if anything failed. Its whole output goes to
+# BUILDDIR/NAME.log.
+scripted() {
+	local label=$1 name=$2 script=$3 dir=$4 log line rc re
 	re='^([0-9]+) passed, ([0-9]+) failed$'
+
+	log=$dir/$name.log
+	echo "run.sh: == $label $name =="
+	rc=0
+	timeout -k 30 "$check_timeout" bash "$script" "$dir" "$srcdir" \
+		>"$log" 2>&1 || rc=$?
+	line=$(grep -a -E "$re" "$log" | tail -n 1 || true)
+	if [[ $line =~ $re ]]; then
+		summary+=("$label: $name: $line")
+		passed=$((passed + BASH_REMATCH[1]))
+		failed=$((failed + BASH_REMATCH[2]))
+		if ((BASH_REMATCH[2] > 0)); then
+			bad_logs+=("$log")
+		elif ((rc != 0)); then
+			step_failed "$label" "$name: exit $rc" "$log"
+		fi
+	else
+		step_failed "$label" "$name: no test summary (exit $rc)" "$log"
+	fi
+	# A run that was skipped says why; so does the summary.
+	line=$(grep -a -E '^[a-z]+: SKIPPED' "$log" | head -n 1 || true)
+	[[ -n $line ]] && summary+=("$label: $line")
+	return 0
+}
+
+# bindings LABEL BUILDDIR: each bindings/NAME/check.sh builds its
+# package against BUILDDIR's library and runs its tests (scripted above;
+# its log is BUILDDIR/bindings-NAME.log).
+bindings() {
+	local label=$1 dir=$2 script name
 
 	for script in "$srcdir"/bindings/*/check.sh; do
 		[[ -f $script ]] || continue
 		name=${script%/check.sh}
 		name=${name##*/}
-		log=$dir/bindings-$name.log
-		echo "run.sh: == $label bindings/$name =="
-		rc=0
-		timeout -k 30 "$check_timeout" bash "$script" "$dir" \
-			>"$log" 2>&1 || rc=$?
-		line=$(grep -a -E "$re" "$log" | tail -n 1 || true)
-		if [[ $line =~ $re ]]; then
-			summary+=("$label: bindings/$name: $line")
-			passed=$((passed + BASH_REMATCH[1]))
-			failed=$((failed + BASH_REMATCH[2]))
-			if ((BASH_REMATCH[2] > 0)); then
-				bad_logs+=("$log")
-			elif ((rc != 0)); then
-				step_failed "$label" "bindings/$name: exit $rc" "$log"
-			fi
-		else
-			step_failed "$label" \
-				"bindings/$name: no test summary (exit $rc)" "$log"
-		fi
+		scripted "$label" "bindings-$name" "$script" "$dir"
 	done
 	return 0
 }
@@ -269,6 +283,13 @@ fi
 # 1b. The language bindings, against the plain build's library.
 if [[ -f $srcdir/build-check/lib/libweblocks.la ]]; then
 	bindings plain "$srcdir/build-check"
+fi
+
+# 1c. The unit and multi-process suites once more on the etcd engine, on
+# a three-member cluster on loopback, and its fault tests
+# (tests/etcd/check.sh; skipped, saying so, only without etcd).
+if [[ -x $srcdir/build-check/tests/unit/unit ]]; then
+	scripted plain etcd "$srcdir/tests/etcd/check.sh" "$srcdir/build-check"
 fi
 
 # 2. The same suite under ASan and UBSan, with the fail points compiled in

@@ -3,7 +3,7 @@
  * torture.c - processes take random locks while a killer SIGKILLs them.
  *
  * usage: torture [-p PROCS] [-n NAMES] [-k KILLS] [-t SECONDS] [-s SEED]
- *                [-S PERCENT]
+ *                [-S PERCENT] [-g GAP_MS]
  *
  * PROCS workers loop: pick a name and a mode, request it (sometimes with a
  * timeout or if_available), and inside the critical section record in a
@@ -11,7 +11,8 @@
  * holds that name exclusively, or at all when they hold it exclusively.
  * PERCENT of the requests (default 20) are scopes of two or three names
  * (weblocks.h, SCOPES), held and checked on every name at once.
- * The parent SIGKILLs a random worker every 0-2 ms and starts a new one,
+ * The parent SIGKILLs a random worker every 0-2 ms (0-GAP_MS) and starts a
+ * new one,
  * until KILLS kills or SECONDS seconds. Then the workers are stopped and
  * must all finish (a worker still blocked is a stuck waiter), and the
  * segment must pass wlk_manager_validate() with nothing held or pending.
@@ -186,9 +187,10 @@ int main(int argc, char **argv)
 	double seconds = 60;
 	pid_t pid[MAX_PROCS];
 	uint64_t start, end, last_progress;
+	uint64_t gap_ns = KILL_GAP_NS;
 	int opt, stuck, invalid;
 
-	while ((opt = getopt(argc, argv, "p:n:k:t:s:S:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:n:k:t:s:S:g:")) != -1) {
 		switch (opt) {
 		case 'p': procs = atoi(optarg); break;
 		case 'n': names = atoi(optarg); break;
@@ -196,15 +198,16 @@ int main(int argc, char **argv)
 		case 't': seconds = atof(optarg); break;
 		case 's': seed = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'S': scope_pct = atoi(optarg); break;
+		case 'g': gap_ns = strtoull(optarg, NULL, 10) * 1000000u; break;
 		default:
 			fprintf(stderr, "usage: torture [-p PROCS] [-n NAMES] "
 					"[-k KILLS] [-t SECONDS] [-s SEED] "
-					"[-S PERCENT]\n");
+					"[-S PERCENT] [-g GAP_MS]\n");
 			return 2;
 		}
 	}
 	if (procs < 2 || procs > MAX_PROCS || names < 1 || names > MAX_NAMES ||
-	    scope_pct < 0 || scope_pct > 100)
+	    scope_pct < 0 || scope_pct > 100 || gap_ns == 0)
 		return 2;
 	ar = mmap(NULL, sizeof(*ar), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -223,7 +226,7 @@ int main(int argc, char **argv)
 		int i = (int)(rand_r(&seed) % (unsigned int)procs);
 		long g = atomic_load(&ar->grants);
 
-		procs_nap(rand_r(&seed) % KILL_GAP_NS);
+		procs_nap(rand_r(&seed) % gap_ns);
 		atomic_store(&ar->slot[i].dying, 1);
 		kill(pid[i], SIGKILL);
 		waitpid(pid[i], NULL, 0);

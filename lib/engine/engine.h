@@ -199,7 +199,14 @@ const struct wlk__engine *
 wlk__engine_for(const char *origin,
 		const struct wlk_manager_options *o) WLK_INTERNAL;
 
+/* The environment variable that names a backend for managers whose
+ * options name none (weblocks.h, struct wlk_manager_options). */
+#define WLK_BACKEND_ENV "WEBLOCKS_BACKEND"
+
 /* The engines (select.c names them). */
 extern const struct wlk__engine wlk__shm_engine WLK_INTERNAL;
+#ifdef WLK_HAVE_ETCD
+extern const struct wlk__engine wlk__etcd_engine WLK_INTERNAL;
+#endif
 
 #endif /* WLK_ENGINE_H */

@@ -18,10 +18,11 @@ set -eu
 
 build=${1:-${builddir:-.}}
 src=${2:-${abs_top_srcdir:-.}}
-# The layers, lowest first, with their rank. Engines (shm; an etcd one
-# would be another folder of rank 7) must not call each other; engine
-# (the choice of engine) is above them all, the API layer above it.
+# The layers, lowest first, with their rank. Engines (shm, etcd: rank 7)
+# must not call each other; engine (the choice of engine) is above them
+# all, the API layer above it. etcd is checked only where it was built.
 layers="sys:1 state:2 spec:3 repair:4 attach:5 inspect:6 shm:7 engine:8 api:9 async:10"
+[ -f "$build/lib/etcd/.libs/libetcd.a" ] && layers="$layers etcd:7"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM

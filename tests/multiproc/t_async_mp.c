@@ -512,7 +512,7 @@ Test(async_mp, stealer_in_another_process_is_reported_through_dispatch,
 	T_ASSERT_RC(t_dispatch_ready(m), 0);
 	cr_assert_eq(sc.calls, 0, "unwatched lock reported");
 	cr_assert_eq(sa.calls + sb.calls, 2, "a stolen callback ran twice");
-	cr_assert(wlk_lock_stolen(lc));
+	cr_assert(t_stolen(lc));
 	T_ASSERT_RC(wlk_release(ra.lock), WLK_ESTOLEN);
 	T_ASSERT_RC(wlk_release(lb), WLK_ESTOLEN);
 	T_ASSERT_RC(wlk_release(lc), WLK_ESTOLEN);

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * etcd.c - the etcd engine against etcd's own lock service, on a running
+ * cluster (built with the etcd engine; not part of make bench, which
+ * needs no cluster).
+ *
+ * usage: WEBLOCKS_BACKEND=etcd://HOST:PORT,... etcd [-n RUNS] [-k KILLS]
+ *
+ *  1. request+release, one process, one name, uncontended: wlk_acquire()
+ *     + wlk_release() on the etcd engine, against POST /v3/lock/lock +
+ *     /v3/lock/unlock through the same gateway (the first member, one
+ *     keep-alive connection, a lease granted once), RUNS each, median
+ *     and 90th percentile.
+ *  2. handoff between two processes: a holder releases, a waiter in
+ *     another process blocked in wlk_acquire() returns; the time between,
+ *     RUNS / 4 times.
+ *  3. failover: the holder's process SIGKILLed while another waits; the
+ *     time until the waiter is granted, against the lease's TTL
+ *     (WEBLOCKS_ETCD_TTL), KILLS times.
+ */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <weblocks.h>
+
+#define DEFAULT_RUNS 200
+#define DEFAULT_KILLS 3
+#define REPLY_MAX 8192
+/* Time a waiter is given to be queued before the holder lets go. */
+#define SETTLE_MS 200
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void nap_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void report(const char *what, uint64_t *ns, int n)
+{
+	qsort(ns, (size_t)n, sizeof(*ns), cmp_u64);
+	printf("%-44s median %8.3f ms  p90 %8.3f ms  (n=%d)\n", what,
+	       (double)ns[n / 2] / 1e6, (double)ns[n * 9 / 10] / 1e6, n);
+}
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "etcd bench: %s: %s\n", what, wlk_strerror(rc));
+	exit(1);
+}
+
+struct reply {
+	char buf[REPLY_MAX];
+	size_t n;
+};
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct reply *r = arg;
+	size_t n = size * nmemb;
+
+	if (n >= REPLY_MAX - r->n)
+		return 0;
+	memcpy(r->buf + r->n, p, n);
+	r->n += n;
+	r->buf[r->n] = '\0';
+	return n;
+}
+
+static int post(CURL *h, const char *base, const char *path,
+		const char *body, struct reply *r)
+{
+	char url[512];
+
+	snprintf(url, sizeof(url), "%s%s", base, path);
+	r->n = 0;
+	r->buf[0] = '\0';
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	return curl_easy_perform(h) == CURLE_OK ? 0 : -1;
+}
+
+/* The value of "field":"..." in @json, copied to @out. */
+static int field(const char *json, const char *name, char *out, size_t cap)
+{
+	char pat[64];
+	const char *p, *e;
+
+	snprintf(pat, sizeof(pat), "\"%s\":\"", name);
+	p = strstr(json, pat);
+	if (!p)
+		return -1;
+	p += strlen(pat);
+	e = strchr(p, '"');
+	if (!e || (size_t)(e - p) >= cap)
+		return -1;
+	memcpy(out, p, (size_t)(e - p));
+	out[e - p] = '\0';
+	return 0;
+}
+
+/* etcd's lock service: lock + unlock of "bench" on one lease. */
+static void native(const char *base, int runs, uint64_t *ns)
+{
+	CURL *h = curl_easy_init();
+	struct reply r;
+	char lease[32], key[256], body[512];
+
+	if (!h || post(h, base, "/v3/lease/grant", "{\"TTL\":\"30\"}", &r) ||
+	    field(r.buf, "ID", lease, sizeof(lease))) {
+		fprintf(stderr, "etcd bench: lease grant failed: %s\n", r.buf);
+		exit(1);
+	}
+	for (int i = 0; i < runs; i++) {
+		uint64_t t0 = now_ns();
+
+		/* name "bench-native" in base64 */
+		snprintf(body, sizeof(body),
+			 "{\"name\":\"YmVuY2gtbmF0aXZl\",\"lease\":\"%s\"}",
+			 lease);
+		if (post(h, base, "/v3/lock/lock", body, &r) ||
+		    field(r.buf, "key", key, sizeof(key))) {
+			fprintf(stderr, "etcd bench: lock failed: %s\n", r.buf);
+			exit(1);
+		}
+		snprintf(body, sizeof(body), "{\"key\":\"%s\"}", key);
+		if (post(h, base, "/v3/lock/unlock", body, &r)) {
+			fprintf(stderr, "etcd bench: unlock failed\n");
+			exit(1);
+		}
+		ns[i] = now_ns() - t0;
+	}
+	snprintf(body, sizeof(body), "{\"ID\":\"%s\"}", lease);
+	(void)post(h, base, "/v3/lease/revoke", body, &r);
+	curl_easy_cleanup(h);
+}
+
+static void engine(struct wlk_manager *m, int runs, uint64_t *ns)
+{
+	for (int i = 0; i < runs; i++) {
+		struct wlk_lock *l;
+		uint64_t t0 = now_ns();
+		int rc = wlk_acquire(m, "bench", 5, NULL, &l);
+
+		if (rc)
+			die("acquire", rc);
+		rc = wlk_release(l);
+		if (rc)
+			die("release", rc);
+		ns[i] = now_ns() - t0;
+	}
+}
+
+struct shared {
+	volatile uint64_t released_ns, granted_ns;
+};
+
+static const char *origin = "https://bench.etcd.example";
+
+/* A waiter in its own process: blocked until granted, then notes when. */
+static void waiter(struct shared *sh, int ready)
+{
+	struct wlk_manager *m;
+	struct wlk_lock *l;
+
+	if (wlk_manager_open(origin, NULL, &m))
+		_exit(1);
+	(void)!write(ready, "w", 1);
+	if (wlk_acquire(m, "hand", 4, NULL, &l))
+		_exit(2);
+	sh->granted_ns = now_ns();
+	(void)wlk_release(l);
+	wlk_manager_close(m);
+	_exit(0);
+}
+
+/* One handoff (@kill: the holder is a child that is SIGKILLed). */
+static uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it)
+{
+	int p[2], st;
+	pid_t holder = 0, w;
+	struct wlk_lock *l = NULL;
+	char c;
+
+	if (pipe(p))
+		exit(1);
+	if (kill_it) {
+		holder = fork();
+		if (holder == 0) {
+			struct wlk_manager *hm;
+			struct wlk_lock *hl;
+
+			if (wlk_manager_open(origin, NULL, &hm) ||
+			    wlk_acquire(hm, "hand", 4, NULL, &hl))
+				_exit(1);
+			(void)!write(p[1], "h", 1);
+			pause();
+			_exit(0);
+		}
+		if (read(p[0], &c, 1) != 1)
+			exit(1);
+	} else if (wlk_acquire(m, "hand", 4, NULL, &l)) {
+		exit(1);
+	}
+	w = fork();
+	if (w == 0)
+		waiter(sh, p[1]);
+	if (read(p[0], &c, 1) != 1)
+		exit(1);
+	nap_ms(SETTLE_MS); /* queued and watching */
+	sh->released_ns = now_ns();
+	if (kill_it) {
+		kill(holder, SIGKILL);
+		waitpid(holder, &st, 0);
+	} else {
+		(void)wlk_release(l);
+	}
+	waitpid(w, &st, 0);
+	close(p[0]);
+	close(p[1]);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		exit(1);
+	return sh->granted_ns - sh->released_ns;
+}
+
+int main(int argc, char **argv)
+{
+	int runs = DEFAULT_RUNS, kills = DEFAULT_KILLS, opt;
+	const char *b = getenv("WEBLOCKS_BACKEND"), *ttl;
+	char base[300];
+	struct wlk_manager *m;
+	struct shared *sh;
+	uint64_t *ns;
+	int rc;
+
+	while ((opt = getopt(argc, argv, "n:k:")) != -1) {
+		if (opt == 'n')
+			runs = atoi(optarg);
+		else if (opt == 'k')
+			kills = atoi(optarg);
+		else
+			return 2;
+	}
+	if (!b || strncmp(b, "etcd://", 7) || runs < 4 || kills < 0) {
+		fprintf(stderr, "usage: WEBLOCKS_BACKEND=etcd://HOST:PORT,... "
+				"etcd [-n RUNS >= 4] [-k KILLS]\n");
+		return 2;
+	}
+	snprintf(base, sizeof(base), "http://%.*s", (int)strcspn(b + 7, ","),
+		 b + 7);
+	ttl = getenv("WEBLOCKS_ETCD_TTL");
+	ns = calloc((size_t)runs, sizeof(*ns));
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (!ns || sh == MAP_FAILED)
+		return 1;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rc = wlk_manager_open(origin, NULL, &m);
+	if (rc)
+		die("open", rc);
+
+	engine(m, runs / 10, ns); /* warm the connections */
+	engine(m, runs, ns);
+	report("weblocks etcd engine: acquire+release", ns, runs);
+	native(base, runs / 10, ns);
+	native(base, runs, ns);
+	report("etcd lock service: lock+unlock", ns, runs);
+
+	for (int i = 0; i < runs / 4; i++)
+		ns[i] = handoff(m, sh, false);
+	report("handoff to a waiter in another process", ns, runs / 4);
+	for (int i = 0; i < kills; i++)
+		ns[i] = handoff(m, sh, true);
+	if (kills) {
+		report("failover after SIGKILL of the holder", ns, kills);
+		printf("  (lease TTL %s s)\n", ttl ? ttl : "10 (default)");
+	}
+	wlk_manager_close(m);
+	return 0;
+}

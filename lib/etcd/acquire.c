@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * acquire.c - a request and a release on etcd (the mapping: etcd.h).
+ *
+ *  - A plain request is one Txn: put the entry unless it exists, and range
+ *    the name; held at once, or it waits for the agent's wake-ups (a
+ *    deletion in the bucket), its signal, its manager's close or its
+ *    deadline, and ranges the name again. Its entry vanished (the lease was
+ *    lost) is WLK_EABORTED.
+ *  - if_available and steal are decided at once (atonce.c).
+ *
+ * Every Txn may be sent twice (http.c tries another member when one did
+ * not answer, and the first may have applied): each one also ranges the
+ * name, and finding its own key there is the proof that it applied.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "etcd.h"
+
+/* A waiter reads its name again at least this often, whatever the watch
+ * says: a bound on a wake-up lost with a broken stream. */
+#define RECHECK_NS (1000 * 1000000ull)
+/* "<c><m>-<16 hex>-<16 hex>" */
+#define TAIL_MAX 40
+/* Tries of a request whose lease was found lost: the first, and one on
+ * a new lease. */
+#define LEASE_ROUNDS 2
+
+static void forget_key(struct wlk__etcd_lock *l)
+{
+	free(l->key);
+	l->key = NULL;
+}
+
+/* Why a waiting request stops: its manager closed, its signal, its
+ * deadline; or 0. */
+static int why_stop(struct wlk__etcd_manager *m, const struct wlk_options *o,
+		    uint64_t deadline)
+{
+	if (uatomic_read(&m->base.closed))
+		return WLK_ESTATE;
+	if (o->signal && uatomic_read(&o->signal->reason))
+		return uatomic_read(&o->signal->reason);
+	if (deadline && wlk__now_ns() >= deadline)
+		return WLK_ETIMEDOUT;
+	return 0;
+}
+
+static int request(struct wlk__etcd_req *r, const struct wlk_options *o,
+		   bool wait, bool *held)
+{
+	struct wlk__etcd_manager *m = r->m;
+	uint64_t deadline = wlk__deadline_ns(o->timeout_ns);
+	uint32_t ev = uatomic_read(&m->events);
+	struct wlk__etcd_kvs k = { 0 };
+	bool ok;
+	int rc;
+
+	rc = wlk__etcd_txn(r,
+		 wlk__etcd_list(wlk__etcd_cmp(r->l->key, r->l->key_len, false, "CREATE",
+				    "EQUAL", 0),
+		      NULL, NULL),
+		 wlk__etcd_list(wlk__etcd_op_put(r),
+				wlk__etcd_op_range(r->np, r->np_len), NULL),
+		 wlk__etcd_list(wlk__etcd_op_range(r->np, r->np_len), NULL, NULL), &ok,
+		 &k);
+	for (;;) {
+		int why;
+
+		if (!rc)
+			rc = wlk__etcd_grant_if_held(r, &k, held);
+		wlk__etcd_kvs_free(&k);
+		if (rc || *held || !wait)
+			break;
+		why = why_stop(m, o, deadline);
+		if (!why) {
+			struct wlk__waitv v[3] = {
+				{ &m->events, ev },
+				{ &m->base.close_word,
+				  uatomic_read(&m->base.close_word) },
+			};
+			unsigned int n = 2;
+			uint64_t until = wlk__now_ns() + RECHECK_NS;
+
+			if (o->signal)
+				v[n++] = (struct wlk__waitv){
+					&o->signal->word,
+					uatomic_read(&o->signal->word)
+				};
+			if (deadline && deadline < until)
+				until = deadline;
+			why = why_stop(m, o, deadline);
+			if (!why && uatomic_read(&m->events) == ev)
+				(void)wlk__futex_wait(v, n, until);
+			why = why_stop(m, o, deadline);
+		}
+		if (why) {
+			rc = why;
+			break;
+		}
+		ev = uatomic_read(&m->events);
+		rc = wlk__etcd_range(m, r->np, r->np_len, &k);
+	}
+	/* The spec: a signal found aborted after the grant, before the
+	 * callback, releases the lock. */
+	if (!rc && *held && o->signal && uatomic_read(&o->signal->reason)) {
+		rc = uatomic_read(&o->signal->reason);
+		*held = false;
+	}
+	if (rc && rc != -ENOENT) /* -ENOENT: the put's lease was gone */
+		(void)wlk__etcd_delete(m, r->l, NULL);
+	return rc;
+}
+
+static void track(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+		  bool on)
+{
+	pthread_mutex_lock(&m->lmu);
+	if (on)
+		cds_list_add(&l->link, &m->locks);
+	else
+		cds_list_del(&l->link);
+	pthread_mutex_unlock(&m->lmu);
+}
+
+/*
+ * wlk__etcd_submit() - make @pl's request: granted (*@held), queued
+ * (*@queued: an async request that waits, its entry in place), or
+ * neither (an if_available miss); with @wait, wait for the grant as
+ * wlk_acquire() does. On error, and on a miss, nothing is left.
+ */
+int wlk__etcd_submit(struct wlk__etcd_manager *m, struct wlk_lock *pl,
+		     const struct wlk_options *o, bool wait, bool *held,
+		     bool *queued)
+{
+	struct wlk__etcd_lock *l = wlk__etcd_l(pl);
+	char tail[TAIL_MAX];
+	struct wlk__etcd_req r = { .m = m, .l = l };
+	char m_ch = pl->mode == WLK_EXCLUSIVE ? 'x' : 's';
+	int rc;
+
+	r.np = wlk__etcd_name_prefix(m->prefix, m->prefix_len, pl->name,
+				     pl->name_len, &r.np_len);
+	if (!r.np)
+		return -ENOMEM;
+	snprintf(r.value, sizeof(r.value), "%c %d %s", m_ch, (int)getpid(),
+		 m->base.client_id);
+	*queued = false;
+	/* A lease found lost by the request itself (before the agent's
+	 * keepalive noticed): renewed, and the request made once more. */
+	for (int round = 0; round < LEASE_ROUNDS; round++) {
+		l->gone = 0;
+		l->put_rev = 0;
+		l->releasing = false;
+		r.lease = uatomic_read(&m->lease);
+		l->lease = r.lease;
+		snprintf(tail, sizeof(tail), "%c%c-%016llx-%016llx",
+			 o->steal ? '0' : '1', m_ch,
+			 (unsigned long long)r.lease,
+			 (unsigned long long)uatomic_add_return(&m->seq, 1));
+		l->key_len = r.np_len + strlen(tail);
+		l->key = malloc(l->key_len + 1);
+		if (!l->key) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(l->key, r.np, r.np_len);
+		memcpy(l->key + r.np_len, tail, strlen(tail) + 1);
+		track(m, l, true);
+		if (o->steal)
+			rc = wlk__etcd_steal(&r, held);
+		else if (o->if_available)
+			rc = wlk__etcd_if_available(&r, held);
+		else
+			rc = request(&r, o, wait, held);
+		*queued = !rc && !*held && !wait && !o->steal &&
+			  !o->if_available;
+		if (!rc && (*held || *queued))
+			break;
+		track(m, l, false);
+		forget_key(l);
+		if (rc != -ENOENT || uatomic_read(&m->base.closed))
+			break;
+		rc = wlk__etcd_lease_renew(m, r.lease);
+		if (rc)
+			break;
+		rc = WLK_EABORTED;
+	}
+	free(r.np);
+	if (rc == -ENOENT)
+		rc = uatomic_read(&m->base.closed) ? WLK_ESTATE : WLK_EABORTED;
+	return rc;
+}
+
+int wlk__etcd_acquire(struct wlk_manager *pub, struct wlk_lock *pl,
+		      const struct wlk_options *o, bool *held)
+{
+	bool queued;
+
+	/* Scopes (weblocks.h, SCOPES) are not on etcd yet. */
+	if (pl->scope)
+		return WLK_ENOTSUPPORTED;
+	return wlk__etcd_submit(wlk__etcd_m(pub), pl, o, true, held, &queued);
+}
+
+/*
+ * wlk__etcd_check() - whether @pl's queued request is granted now (one
+ * range of its name): 0 with *@held, or an error (WLK_EABORTED: its entry
+ * went with a lost lease).
+ */
+int wlk__etcd_check(struct wlk__etcd_manager *m, struct wlk_lock *pl,
+		    bool *held)
+{
+	struct wlk__etcd_req r = { .m = m, .l = wlk__etcd_l(pl) };
+	struct wlk__etcd_kvs k = { 0 };
+	int rc;
+
+	r.np = wlk__etcd_name_prefix(m->prefix, m->prefix_len, pl->name,
+				     pl->name_len, &r.np_len);
+	if (!r.np)
+		return -ENOMEM;
+	rc = wlk__etcd_range(m, r.np, r.np_len, &k);
+	if (!rc)
+		rc = wlk__etcd_grant_if_held(&r, &k, held);
+	wlk__etcd_kvs_free(&k);
+	free(r.np);
+	return rc;
+}
+
+/* wlk__etcd_drop() - give up @pl's request or lock: its entry deleted,
+ * the manager no longer tracking it. */
+void wlk__etcd_drop(struct wlk__etcd_manager *m, struct wlk_lock *pl)
+{
+	struct wlk__etcd_lock *l = wlk__etcd_l(pl);
+
+	if (!l->key)
+		return;
+	track(m, l, false);
+	(void)wlk__etcd_delete(m, l, NULL);
+	forget_key(l);
+}
+
+/*
+ * wlk__etcd_release() - delete the lock's entry if it is still there:
+ * 0; WLK_ESTOLEN if it was not (stolen, or lost with the lease);
+ * WLK_ESTATE if the manager was closed (which released it); or an error
+ * of the call (the lease then deletes the entry).
+ */
+int wlk__etcd_release(struct wlk_lock *pl)
+{
+	struct wlk__etcd_manager *m = wlk__etcd_m(pl->m);
+	struct wlk__etcd_lock *l = wlk__etcd_l(pl);
+	int64_t deleted = 0;
+	int rc;
+
+	pthread_mutex_lock(&m->lmu);
+	l->releasing = true;
+	cds_list_del(&l->link);
+	pthread_mutex_unlock(&m->lmu);
+	if (uatomic_read(&m->base.closed)) {
+		forget_key(l);
+		return WLK_ESTATE;
+	}
+	/* Nothing deleted: someone else did (a steal, the lease's end). A
+	 * delete sent twice (http.c's failover) would say so wrongly: a
+	 * release then reports WLK_ESTOLEN of a lock it did let go. */
+	rc = wlk__etcd_delete(m, l, &deleted);
+	if (!rc && (!deleted || uatomic_read(&l->gone)))
+		rc = WLK_ESTOLEN;
+	forget_key(l);
+	return rc;
+}

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bucket.c - a bucket on etcd besides its entries: a marker key that its
+ * first opener puts (its value: the bucket's max_name_len, which later
+ * openers get, as a segment's geometry is its creator's), one presence
+ * key per open manager (on its lease), and wlk_bucket_remove(), which
+ * deletes the marker unless a manager is present. Both keys lie outside
+ * the bucket's range of entries: the prefix ends in '/', they in '#' and
+ * '!', which no name's hex has.
+ *
+ * And the process's managers, so that a steal marks the locks it took
+ * from managers of this very process stolen before it returns, as the
+ * shared-memory engine does (another process's managers learn it from
+ * their watch).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etcd.h"
+
+#define MARKER_TAIL '#'
+#define PRESENCE_TAIL '!'
+/* The marker's value: a decimal max_name_len. */
+#define MARKER_DIGITS 10
+
+/* The bucket's prefix with its '/' made @tail, and @id in hex if not 0. */
+static char *key_of(const char *prefix, size_t len, char tail, uint64_t id,
+		    size_t *out_len)
+{
+	char *k = malloc(len + 17);
+
+	if (!k)
+		return NULL;
+	memcpy(k, prefix, len);
+	k[len - 1] = tail;
+	if (id)
+		snprintf(k + len, 17, "%016llx", (unsigned long long)id);
+	else
+		k[len] = '\0';
+	*out_len = strlen(k);
+	return k;
+}
+
+static struct json_object *op(const char *kind, const char *key, size_t len,
+			      const char *value, uint64_t lease)
+{
+	struct json_object *o = json_object_new_object();
+	struct json_object *r = json_object_new_object();
+
+	if (!o || !r) {
+		json_object_put(o);
+		json_object_put(r);
+		return NULL;
+	}
+	json_object_object_add(r, "key", wlk__etcd_jkey(key, len));
+	if (value) {
+		char *v = wlk__etcd_b64(value, strlen(value));
+
+		json_object_object_add(r, "value",
+				       v ? json_object_new_string(v) : NULL);
+		free(v);
+	}
+	if (lease)
+		json_object_object_add(r, "lease",
+				       wlk__etcd_jstr_int((int64_t)lease));
+	json_object_object_add(o, kind, r);
+	return o;
+}
+
+static struct json_object *arr(struct json_object *a, struct json_object *b,
+			       struct json_object *c)
+{
+	struct json_object *l = json_object_new_array();
+
+	if (l) {
+		if (a)
+			json_object_array_add(l, a);
+		if (b)
+			json_object_array_add(l, b);
+		if (c)
+			json_object_array_add(l, c);
+	}
+	return l;
+}
+
+/* The marker's max_name_len in the txn reply @rep; 0 or -EPROTO. */
+static int marker_value(struct json_object *rep, uint32_t *out)
+{
+	struct json_object *rs, *r, *kvs, *kv, *v;
+	char *s = NULL, *end;
+	size_t n;
+	unsigned long x;
+	int rc = -EPROTO;
+
+	if (!json_object_object_get_ex(rep, "responses", &rs) ||
+	    !json_object_is_type(rs, json_type_array) ||
+	    json_object_array_length(rs) < 2)
+		return -EPROTO;
+	r = json_object_array_get_idx(rs, json_object_array_length(rs) - 1);
+	if (!json_object_object_get_ex(r, "response_range", &r) ||
+	    !json_object_object_get_ex(r, "kvs", &kvs) ||
+	    !json_object_is_type(kvs, json_type_array) ||
+	    json_object_array_length(kvs) != 1)
+		return -EPROTO;
+	kv = json_object_array_get_idx(kvs, 0);
+	if (!json_object_object_get_ex(kv, "value", &v) ||
+	    !json_object_is_type(v, json_type_string) ||
+	    wlk__etcd_unb64(json_object_get_string(v), &s, &n))
+		return -EPROTO;
+	x = strtoul(s, &end, 10);
+	if (n && n <= MARKER_DIGITS && !*end && x && x <= WLK_LIMIT_MAX_NAME_LEN) {
+		*out = (uint32_t)x;
+		rc = 0;
+	}
+	free(s);
+	return rc;
+}
+
+/*
+ * wlk__etcd_bucket_join() - put @m's presence key (on its lease), and the
+ * bucket's marker with @max_name_len if there is none; the bucket's
+ * max_name_len into *@out. 0, or as wlk__etcd_call(), -EPROTO.
+ */
+int wlk__etcd_bucket_join(struct wlk__etcd_manager *m, uint32_t max_name_len,
+			  uint32_t *out)
+{
+	uint64_t lease = uatomic_read(&m->lease);
+	size_t ml = 0, pl = 0;
+	char *mk = key_of(m->prefix, m->prefix_len, MARKER_TAIL, 0, &ml);
+	char *pk = key_of(m->prefix, m->prefix_len, PRESENCE_TAIL, lease, &pl);
+	char val[MARKER_DIGITS + 1];
+	struct json_object *t = json_object_new_object(), *rep;
+	int rc = -ENOMEM;
+
+	snprintf(val, sizeof(val), "%u", max_name_len);
+	if (!mk || !pk || !t)
+		goto out;
+	json_object_object_add(t, "compare",
+			       arr(wlk__etcd_cmp(mk, ml, false, "CREATE",
+						 "EQUAL", 0),
+				   NULL, NULL));
+	json_object_object_add(t, "success",
+			       arr(op("request_put", mk, ml, val, 0),
+				   op("request_put", pk, pl, m->base.client_id,
+				      lease),
+				   op("request_range", mk, ml, NULL, 0)));
+	json_object_object_add(t, "failure",
+			       arr(op("request_put", pk, pl, m->base.client_id,
+				      lease),
+				   op("request_range", mk, ml, NULL, 0), NULL));
+	rc = wlk__etcd_call(&m->conn, "/v3/kv/txn", t, &rep);
+	if (!rc) {
+		rc = out ? marker_value(rep, out) : 0;
+		json_object_put(rep);
+	}
+out:
+	json_object_put(t);
+	free(mk);
+	free(pk);
+	return rc;
+}
+
+/*
+ * wlk__etcd_bucket_remove() - delete the marker of @m's bucket (only
+ * m->conn and m->prefix set) unless a manager is present: 0, -EBUSY,
+ * -ENOENT (no marker), or as wlk__etcd_call().
+ */
+int wlk__etcd_bucket_remove(struct wlk__etcd_manager *m)
+{
+	size_t ml = 0, pl = 0;
+	char *mk = key_of(m->prefix, m->prefix_len, MARKER_TAIL, 0, &ml);
+	char *pk = key_of(m->prefix, m->prefix_len, PRESENCE_TAIL, 0, &pl);
+	struct json_object *t = json_object_new_object(), *rep, *rs, *d;
+	int64_t deleted = 0;
+	bool ok = false;
+	int rc = -ENOMEM;
+
+	if (!mk || !pk || !t)
+		goto out;
+	/* A range of presence keys: "X!" up to "X\"". */
+	json_object_object_add(t, "compare",
+			       arr(wlk__etcd_cmp(pk, pl, true, "CREATE",
+						 "EQUAL", 0),
+				   NULL, NULL));
+	json_object_object_add(t, "success",
+			       arr(op("request_delete_range", mk, ml, NULL, 0),
+				   NULL, NULL));
+	rc = wlk__etcd_call(&m->conn, "/v3/kv/txn", t, &rep);
+	if (rc)
+		goto out;
+	d = NULL;
+	if (json_object_object_get_ex(rep, "succeeded", &rs))
+		ok = json_object_get_boolean(rs);
+	if (ok && json_object_object_get_ex(rep, "responses", &rs) &&
+	    json_object_is_type(rs, json_type_array) &&
+	    json_object_array_length(rs) == 1)
+		json_object_object_get_ex(json_object_array_get_idx(rs, 0),
+					  "response_delete_range", &d);
+	if (!ok)
+		rc = -EBUSY;
+	else if (!d || wlk__etcd_int64(d, "deleted", &deleted))
+		rc = -EPROTO;
+	else
+		rc = deleted ? 0 : -ENOENT;
+	json_object_put(rep);
+out:
+	json_object_put(t);
+	free(mk);
+	free(pk);
+	return rc;
+}

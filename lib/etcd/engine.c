@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine.c - the etcd engine as the API layer sees it (struct
+ * wlk__engine, engine.h): a manager is a lease of the cluster with an
+ * agent thread (agent.c), a lock an entry (acquire.c), a query one range
+ * (query.c), the async path an epoll set the agent rings (async.c).
+ * What is left is here: becoming a client and leaving.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "etcd.h"
+
+/* struct wlk_manager_options.permissions: read/write bits only, the
+ * owner's included. */
+#define PERM_ALLOWED 0666u
+#define PERM_OWNER 0600u
+
+static unsigned int lease_ttl(void)
+{
+	const char *s = getenv(WLK_ETCD_TTL_ENV);
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return WLK_ETCD_TTL_DEFAULT;
+	v = strtoul(s, &end, 10);
+	return *end || v == 0 || v > WLK_ETCD_TTL_MAX ? WLK_ETCD_TTL_DEFAULT
+						     : (unsigned int)v;
+}
+
+static int lease_revoke(struct wlk__etcd_manager *m)
+{
+	struct json_object *req = json_object_new_object(), *rep;
+	int rc;
+
+	if (!req)
+		return -ENOMEM;
+	json_object_object_add(req, "ID", wlk__etcd_jstr_int(
+						  (int64_t)uatomic_read(
+							  &m->lease)));
+	rc = wlk__etcd_call(&m->conn, "/v3/lease/revoke", req, &rep);
+	json_object_put(req);
+	if (!rc)
+		json_object_put(rep);
+	return rc;
+}
+
+/* The parts open and remove share: the members and the prefix. */
+static int setup(struct wlk__etcd_manager *m, const char *origin,
+		 const struct wlk_manager_options *o)
+{
+	const char *b = wlk__etcd_backend(o);
+	int rc;
+
+	if (!b)
+		return WLK_EINVAL;
+	rc = wlk__etcd_bucket_prefix(origin, o, &m->prefix, &m->prefix_len);
+	if (rc)
+		return rc;
+	rc = wlk__etcd_conn_init(&m->conn, b);
+	if (rc) {
+		free(m->prefix);
+		m->prefix = NULL;
+	}
+	return rc;
+}
+
+static void teardown(struct wlk__etcd_manager *m)
+{
+	wlk__etcd_conn_fini(&m->conn);
+	free(m->prefix);
+	m->prefix = NULL;
+}
+
+/* Managers record the fork generation they were opened in; the child
+ * of a fork must see it move on, whichever engines the process uses. */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_child(void)
+{
+	wlk__fork_gen_bump();
+}
+
+static void fork_init(void)
+{
+	(void)pthread_atfork(NULL, NULL, fork_child);
+}
+
+/* The options every engine checks, as the shared-memory one does: a
+ * segment's permissions (a subset of 0666 with the owner's 0600) and
+ * capacities mean nothing on etcd, but a value out of range is an error
+ * on every engine. */
+static int options_ok(const struct wlk_manager_options *o)
+{
+	if (o->permissions &&
+	    ((o->permissions & ~PERM_ALLOWED) ||
+	     (o->permissions & PERM_OWNER) != PERM_OWNER))
+		return WLK_EINVAL;
+	/* Not on etcd yet: it would need the bucket's wait-for graph in
+	 * one read at every request that waits. */
+	if (o->detect_deadlocks)
+		return WLK_ENOTSUPPORTED;
+	if (o->max_names > WLK_LIMIT_MAX_NAMES ||
+	    o->max_requests > WLK_LIMIT_MAX_REQUESTS ||
+	    o->max_name_len > WLK_LIMIT_MAX_NAME_LEN)
+		return WLK_EINVAL;
+	return 0;
+}
+
+static int etcd_open(struct wlk_manager *pub, const char *origin,
+		     const struct wlk_manager_options *o)
+{
+	struct wlk__etcd_manager *m = wlk__etcd_m(pub);
+	uint32_t max_name_len = o->max_name_len ? o->max_name_len
+					       : WLK_DEFAULT_MAX_NAME_LEN;
+	uint64_t lease;
+	int rc;
+
+	m->efd = m->ring_fd = -1;
+	rc = options_ok(o);
+	if (rc)
+		return rc;
+	pthread_once(&fork_once, fork_init);
+	rc = setup(m, origin, o);
+	if (rc)
+		return rc;
+	CDS_INIT_LIST_HEAD(&m->locks);
+	rc = pthread_mutex_init(&m->lmu, NULL);
+	if (!rc) {
+		rc = pthread_mutex_init(&m->lease_mu, NULL);
+		if (rc)
+			pthread_mutex_destroy(&m->lmu);
+	}
+	if (rc) {
+		teardown(m);
+		return wlk__errno(rc);
+	}
+	m->ttl = lease_ttl();
+	rc = wlk__etcd_lease_grant(&m->conn, m->ttl, &lease);
+	if (!rc) {
+		m->lease = lease;
+		rc = wlk__etcd_bucket_join(m, max_name_len, &max_name_len);
+		pub->max_name_len = max_name_len;
+		if (!rc)
+			rc = wlk__etcd_agent_start(m);
+		if (rc)
+			(void)lease_revoke(m);
+	}
+	if (rc) {
+		pthread_mutex_destroy(&m->lease_mu);
+		pthread_mutex_destroy(&m->lmu);
+		teardown(m);
+		return rc;
+	}
+	wlk__etcd_local_add(m, true);
+	return 0;
+}
+
+/* Revoking the lease deletes every entry of the manager in one revision:
+ * its requests and its locks at once, so none of its requests is granted
+ * on the way out. */
+static void etcd_close(struct wlk_manager *pub)
+{
+	struct wlk__etcd_manager *m = wlk__etcd_m(pub);
+
+	wlk__etcd_local_add(m, false);
+	wlk__etcd_agent_stop(m);
+	(void)lease_revoke(m);
+}
+
+static void etcd_free(struct wlk_manager *pub)
+{
+	struct wlk__etcd_manager *m = wlk__etcd_m(pub);
+
+	/* A fork child's copy has no agent thread to stop. A manager never
+	 * closed (the API closes every one it opened) is still listed. */
+	if (pub->fork_gen == wlk__fork_gen()) {
+		if (m->agent_on)
+			wlk__etcd_local_add(m, false);
+		wlk__etcd_agent_stop(m);
+	}
+	if (m->efd >= 0)
+		close(m->efd);
+	pthread_mutex_destroy(&m->lease_mu);
+	pthread_mutex_destroy(&m->lmu);
+	teardown(m);
+}
+
+/* The bucket's marker goes (bucket.c): its next opener sets its
+ * max_name_len afresh. A bucket with a manager open is -EBUSY. */
+static int etcd_remove(const char *origin,
+		       const struct wlk_manager_options *o)
+{
+	struct wlk__etcd_manager *m = calloc(1, sizeof(*m));
+	int rc;
+
+	if (!m)
+		return -ENOMEM;
+	rc = setup(m, origin, o);
+	if (!rc) {
+		rc = wlk__etcd_bucket_remove(m);
+		teardown(m);
+	}
+	free(m);
+	return rc;
+}
+
+static bool etcd_stolen(const struct wlk_lock *pub)
+{
+	return uatomic_read(&((const struct wlk__etcd_lock *)pub)->gone);
+}
+
+const struct wlk__engine wlk__etcd_engine = {
+	.name = "etcd",
+	.manager_size = sizeof(struct wlk__etcd_manager),
+	.lock_size = sizeof(struct wlk__etcd_lock),
+	.open = etcd_open,
+	.close = etcd_close,
+	.free = etcd_free,
+	.remove = etcd_remove,
+	.acquire = wlk__etcd_acquire,
+	.release = wlk__etcd_release,
+	.stolen = etcd_stolen,
+	.query = wlk__etcd_query,
+	.validate = wlk__etcd_validate,
+	.async_open = wlk__etcd_async_open,
+	.async_fd = wlk__etcd_async_fd,
+	.async_watch_fd = wlk__etcd_async_watch_fd,
+	.async_ring = wlk__etcd_async_ring,
+	.async_request = wlk__etcd_async_request,
+	.async_drain = wlk__etcd_async_drain,
+	.async_settle = wlk__etcd_async_settle,
+	.async_arm = wlk__etcd_async_arm,
+	.async_close = wlk__etcd_async_close,
+};

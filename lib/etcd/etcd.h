@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * etcd.h - the etcd engine: a bucket's lock state as keys of an etcd v3
+ * cluster, reached through its JSON gateway (HTTP/1.1) with libcurl and
+ * json-c. What its files share.
+ *
+ * The mapping (README: "The etcd engine"):
+ *
+ *  - A request is one key, attached to its manager's lease:
+ *        wlk1/<hex origin>.<hex bucket>.<hex partition>/<hex name>/<c><m>-<lease>-<seq>
+ *    where c is '0' for a steal and '1' otherwise, m is 'x' or 's', lease
+ *    and seq 16 hex digits each. Names and identifiers are hex-encoded, so
+ *    no byte of them can reach outside its bucket's or name's prefix. The
+ *    value is "<m> <pid> <clientId>".
+ *  - The entries of a name, ordered by (c, create_revision), are one list:
+ *    an entry is held iff it is exclusive and first, or shared and no
+ *    exclusive entry precedes it; the rest are pending, in request order.
+ *    Nobody grants: deleting an entry makes the next ones held.
+ *  - The fencing token of a grant is the revision of the read that first
+ *    shows the entry held: cluster-wide, and above every earlier grant of
+ *    the name (that grant's entry was deleted before, at a lower revision).
+ *  - A manager's agent thread renews its lease and watches the bucket's
+ *    deletions: it marks its locks whose keys vanish as stolen, and wakes
+ *    the manager's waiters, who read their name again.
+ */
+#ifndef WLK_ETCD_H
+#define WLK_ETCD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "engine.h"
+
+/* The environment variable naming a backend (engine.h). */
+#define WLK_ETCD_ENV WLK_BACKEND_ENV
+/* Lease TTL in seconds, from the environment; the default otherwise. */
+#define WLK_ETCD_TTL_ENV "WEBLOCKS_ETCD_TTL"
+#define WLK_ETCD_TTL_DEFAULT 10
+#define WLK_ETCD_TTL_MAX 3600
+/* How long a call tries the members before it gives up, in ms. */
+#define WLK_ETCD_TIMEOUT_ENV "WEBLOCKS_ETCD_TIMEOUT_MS"
+#define WLK_ETCD_TIMEOUT_DEFAULT_MS 5000
+#define WLK_ETCD_TIMEOUT_MAX_MS 600000
+
+/* The scheme of a backend string. */
+#define WLK_ETCD_SCHEME "etcd://"
+/* At most this many members in a backend string, each host:port at most
+ * WLK_ETCD_HOST_MAX bytes. */
+#define WLK_ETCD_MEMBERS_MAX 16
+#define WLK_ETCD_HOST_MAX 255
+
+/* An entry key's tail, "<c><m>-<16 hex lease>-<16 hex seq>", and its
+ * lease's digits. */
+#define LEASE_DIGITS 16
+#define KEY_TAIL (2 + 1 + LEASE_DIGITS + 1 + 16)
+
+/* Handles kept for reuse per connection (their TCP connections stay up). */
+#define WLK_ETCD_POOL 8
+
+/* The members of a cluster and the HTTP handles talking to them. */
+struct wlk__etcd_conn {
+	char *url[WLK_ETCD_MEMBERS_MAX]; /* "http://host:port" */
+	unsigned int n_url;
+	unsigned int cur;       /* [A] the member that answered last */
+	uint64_t timeout_ms;    /* per call, across members */
+	pthread_mutex_t mu;     /* guards the pool */
+	void *pool[WLK_ETCD_POOL]; /* CURL * */
+	unsigned int n_pool;
+	unsigned long fork_gen; /* the process the handles belong to */
+};
+
+/* One entry of a name, parsed from a range reply. */
+struct wlk__etcd_entry {
+	char *key;       /* the key's bytes, NUL-terminated */
+	size_t key_len;
+	size_t name_len; /* the hex name: key[prefix_len, +name_len) */
+	int cls;         /* 0: steal, 1: otherwise */
+	enum wlk_mode mode;
+	int64_t create_rev;
+	pid_t pid;
+	char *value;           /* NUL-terminated */
+	const char *client_id; /* in value */
+	bool held;             /* set by wlk__etcd_classify() */
+};
+
+/* The entries of a range reply, and the revision it was read at. */
+struct wlk__etcd_kvs {
+	struct wlk__etcd_entry *e;
+	size_t n;
+	int64_t revision;
+	size_t prefix_len; /* the bucket's */
+};
+
+struct wlk__etcd_manager {
+	struct wlk_manager base;
+	struct wlk__etcd_conn conn;
+	char *prefix; /* the bucket's prefix */
+	size_t prefix_len;
+	uint64_t lease;      /* [A] the current lease */
+	pthread_mutex_t lease_mu; /* one renewal at a time */
+	unsigned int ttl;    /* seconds */
+	uint64_t seq;        /* [A] the next request's number */
+	uint32_t events;     /* [A] futex: bumped by deletions in the bucket */
+	pthread_mutex_t lmu; /* guards locks */
+	struct cds_list_head locks; /* struct wlk__etcd_lock, pending+held */
+	struct cds_list_head all;   /* in bucket.c's list of open managers */
+	/* The agent thread (agent.c). */
+	pthread_t agent;
+	bool agent_on;
+	uint32_t stop;    /* [A] the agent should end */
+	uint32_t watching; /* [A] futex: 1 once its watch is created, 2 if it
+			      could not be */
+	void *wake;       /* CURLM * of the agent, for curl_multi_wakeup */
+	int ring_fd;      /* [A] efd while an async context exists, or -1 */
+	int efd;          /* the async descriptor's eventfd, or -1 */
+	struct wlk__etcd_actx *actx; /* async.c's, under base.amu */
+	int64_t watch_rev; /* the agent's: resume the watch from here */
+};
+
+struct wlk__etcd_lock {
+	struct wlk_lock base;
+	struct cds_list_head link; /* in m->locks, under m->lmu */
+	char *key;
+	size_t key_len;
+	uint64_t lease;  /* the lease its key is on */
+	int64_t put_rev; /* [A] the revision its key was put at, or 0 */
+	uint32_t gone;  /* [A] its key was deleted by someone else */
+	bool releasing; /* under m->lmu: our own delete is on its way */
+	bool granted;   /* an async request's: held, not yet dispatched */
+};
+
+static inline struct wlk__etcd_manager *wlk__etcd_m(struct wlk_manager *m)
+{
+	return (struct wlk__etcd_manager *)m;
+}
+
+static inline struct wlk__etcd_lock *wlk__etcd_l(struct wlk_lock *l)
+{
+	return (struct wlk__etcd_lock *)l;
+}
+
+/* http.c */
+int wlk__etcd_conn_init(struct wlk__etcd_conn *c,
+			const char *backend) WLK_INTERNAL;
+void wlk__etcd_conn_fini(struct wlk__etcd_conn *c) WLK_INTERNAL;
+int wlk__etcd_call(struct wlk__etcd_conn *c, const char *path,
+		   struct json_object *req,
+		   struct json_object **out) WLK_INTERNAL;
+const char *wlk__etcd_backend(const struct wlk_manager_options *o)
+	WLK_INTERNAL;
+void *wlk__etcd_handle_new(void) WLK_INTERNAL;
+
+/* codec.c */
+char *wlk__etcd_b64(const void *p, size_t n) WLK_INTERNAL;
+int wlk__etcd_unb64(const char *s, char **out, size_t *n) WLK_INTERNAL;
+char *wlk__etcd_hex(const void *p, size_t n, size_t *len) WLK_INTERNAL;
+int wlk__etcd_unhex(const char *s, size_t n, char *out) WLK_INTERNAL;
+int wlk__etcd_bucket_prefix(const char *origin,
+			    const struct wlk_manager_options *o, char **out,
+			    size_t *len) WLK_INTERNAL;
+char *wlk__etcd_name_prefix(const char *prefix, size_t prefix_len,
+			    const char *name, size_t name_len,
+			    size_t *len) WLK_INTERNAL;
+char *wlk__etcd_range_end(const char *key, size_t len) WLK_INTERNAL;
+int wlk__etcd_int64(struct json_object *o, const char *field,
+		    int64_t *out) WLK_INTERNAL;
+struct json_object *wlk__etcd_jkey(const char *key, size_t len) WLK_INTERNAL;
+struct json_object *wlk__etcd_jstr_int(int64_t v) WLK_INTERNAL;
+
+/* kvs.c */
+int wlk__etcd_kvs_parse(struct json_object *range, const char *prefix,
+			size_t prefix_len, int64_t revision,
+			struct wlk__etcd_kvs *out) WLK_INTERNAL;
+void wlk__etcd_kvs_free(struct wlk__etcd_kvs *k) WLK_INTERNAL;
+void wlk__etcd_classify(struct wlk__etcd_kvs *k) WLK_INTERNAL;
+struct wlk__etcd_entry *wlk__etcd_kvs_find(struct wlk__etcd_kvs *k,
+					   const char *key,
+					   size_t len) WLK_INTERNAL;
+int wlk__etcd_range(struct wlk__etcd_manager *m, const char *key,
+		    size_t len, struct wlk__etcd_kvs *out) WLK_INTERNAL;
+struct json_object *wlk__etcd_op_range(const char *key,
+				       size_t len) WLK_INTERNAL;
+struct json_object *wlk__etcd_cmp(const char *key, size_t len,
+				  bool range, const char *target,
+				  const char *result, int64_t v) WLK_INTERNAL;
+int wlk__etcd_txn_reply(struct json_object *rep, const char *prefix,
+			size_t prefix_len, bool *succeeded,
+			struct wlk__etcd_kvs *kvs) WLK_INTERNAL;
+
+/* bucket.c */
+int wlk__etcd_bucket_join(struct wlk__etcd_manager *m, uint32_t max_name_len,
+			  uint32_t *out) WLK_INTERNAL;
+int wlk__etcd_bucket_remove(struct wlk__etcd_manager *m) WLK_INTERNAL;
+
+/* gone.c */
+void wlk__etcd_local_add(struct wlk__etcd_manager *m, bool on) WLK_INTERNAL;
+void wlk__etcd_local_gone(const char *key, size_t len) WLK_INTERNAL;
+bool wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
+			 size_t len) WLK_INTERNAL;
+void wlk__etcd_wake(struct wlk__etcd_manager *m) WLK_INTERNAL;
+
+/* watch.c: the agent's stream (CURLM and CURL handles as void *) */
+struct wlk__etcd_watch {
+	struct wlk__etcd_manager *m;
+	void *h;       /* CURL * */
+	void *hdr;     /* struct curl_slist * */
+	json_tokener *tok;
+	char *body;
+	size_t pending; /* bytes of the message being parsed */
+	unsigned int member;
+	bool failed; /* a message we could not read: restart */
+	bool compacted;
+};
+int wlk__etcd_watch_begin(void *multi,
+			  struct wlk__etcd_watch *w) WLK_INTERNAL;
+void wlk__etcd_watch_end(void *multi,
+			 struct wlk__etcd_watch *w) WLK_INTERNAL;
+void wlk__etcd_resync(struct wlk__etcd_manager *m) WLK_INTERNAL;
+
+/* agent.c */
+int wlk__etcd_agent_start(struct wlk__etcd_manager *m) WLK_INTERNAL;
+void wlk__etcd_agent_stop(struct wlk__etcd_manager *m) WLK_INTERNAL;
+int wlk__etcd_lease_grant(struct wlk__etcd_conn *c, unsigned int ttl,
+			  uint64_t *id) WLK_INTERNAL;
+int wlk__etcd_lease_renew(struct wlk__etcd_manager *m,
+			  uint64_t old) WLK_INTERNAL;
+
+/* txn.c: a request's transactions */
+/* "<m> <pid> <clientId>" */
+#define WLK_ETCD_VALUE_MAX (2 + 11 + 1 + WLK_CLIENT_ID_MAX + 1)
+struct wlk__etcd_req {
+	struct wlk__etcd_manager *m;
+	struct wlk__etcd_lock *l;
+	char *np; /* the name's prefix */
+	size_t np_len;
+	char value[WLK_ETCD_VALUE_MAX];
+	uint64_t lease;
+};
+struct json_object *wlk__etcd_op_put(struct wlk__etcd_req *r) WLK_INTERNAL;
+struct json_object *wlk__etcd_op_delete(const char *key,
+					size_t len) WLK_INTERNAL;
+struct json_object *wlk__etcd_list(struct json_object *a,
+				   struct json_object *b,
+				   struct json_object *c) WLK_INTERNAL;
+int wlk__etcd_txn(struct wlk__etcd_req *r, struct json_object *cmp,
+		  struct json_object *ok, struct json_object *fail,
+		  bool *succeeded, struct wlk__etcd_kvs *kvs) WLK_INTERNAL;
+int wlk__etcd_grant_if_held(struct wlk__etcd_req *r, struct wlk__etcd_kvs *k,
+			    bool *held) WLK_INTERNAL;
+int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+		       struct wlk__etcd_kvs *k, bool *held) WLK_INTERNAL;
+int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+		     int64_t *deleted) WLK_INTERNAL;
+
+/* atonce.c */
+int wlk__etcd_if_available(struct wlk__etcd_req *r, bool *held) WLK_INTERNAL;
+int wlk__etcd_steal(struct wlk__etcd_req *r, bool *held) WLK_INTERNAL;
+
+/* acquire.c */
+int wlk__etcd_acquire(struct wlk_manager *m, struct wlk_lock *l,
+		      const struct wlk_options *o, bool *held) WLK_INTERNAL;
+int wlk__etcd_release(struct wlk_lock *l) WLK_INTERNAL;
+int wlk__etcd_submit(struct wlk__etcd_manager *m, struct wlk_lock *pl,
+		     const struct wlk_options *o, bool wait, bool *held,
+		     bool *queued) WLK_INTERNAL;
+int wlk__etcd_check(struct wlk__etcd_manager *m, struct wlk_lock *pl,
+		    bool *held) WLK_INTERNAL;
+void wlk__etcd_drop(struct wlk__etcd_manager *m,
+		    struct wlk_lock *pl) WLK_INTERNAL;
+
+/* The agent's ring, and async.c's: the async descriptor becomes
+ * readable (inline: the agent is below async.c). */
+static inline void wlk__etcd_ring(struct wlk__etcd_manager *m)
+{
+	int fd = uatomic_read(&m->ring_fd);
+
+	if (fd >= 0)
+		(void)!write(fd, &(uint64_t){ 1 }, sizeof(uint64_t));
+}
+
+/* async.c: struct wlk__engine's async ops */
+int wlk__etcd_async_open(struct wlk_manager *m) WLK_INTERNAL;
+int wlk__etcd_async_fd(struct wlk_manager *m) WLK_INTERNAL;
+int wlk__etcd_async_watch_fd(struct wlk_manager *m, int fd) WLK_INTERNAL;
+void wlk__etcd_async_ring(struct wlk_manager *m) WLK_INTERNAL;
+int wlk__etcd_async_request(struct wlk_manager *m, struct wlk_async *r,
+			    const struct wlk_options *o) WLK_INTERNAL;
+void wlk__etcd_async_drain(struct wlk_manager *m) WLK_INTERNAL;
+void wlk__etcd_async_settle(struct wlk_manager *m, struct wlk_async *r,
+			    int why) WLK_INTERNAL;
+void wlk__etcd_async_arm(struct wlk_manager *m) WLK_INTERNAL;
+void wlk__etcd_async_close(struct wlk_manager *m) WLK_INTERNAL;
+
+/* query.c */
+int wlk__etcd_query(struct wlk_manager *m,
+		    struct wlk_snapshot **out) WLK_INTERNAL;
+int wlk__etcd_validate(struct wlk_manager *m, wlk_violation_cb cb,
+		       void *arg) WLK_INTERNAL;
+
+#endif /* WLK_ETCD_H */

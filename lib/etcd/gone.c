@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gone.c - what a manager learns it has lost, and who is told: its locks
+ * whose keys were deleted by someone else are marked gone (their holders
+ * see them stolen), its waiters are woken to read their names again, and
+ * its async descriptor is rung. And the process's open managers, so that
+ * a steal marks the locks it took from managers of this very process
+ * stolen before it returns, as the shared-memory engine does (other
+ * processes learn it from their watch, watch.c).
+ */
+#include <string.h>
+
+#include "etcd.h"
+
+static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
+static CDS_LIST_HEAD(open_managers); /* struct wlk__etcd_manager */
+
+/* The length of @key's name prefix (up to its last '/'), or 0. */
+static size_t name_part(const char *key, size_t len)
+{
+	while (len && key[len - 1] != '/')
+		len--;
+	return len;
+}
+
+/*
+ * wlk__etcd_mark_gone() - mark gone every lock whose key is @key (or
+ * every lock, for NULL), except those we are releasing. Return: whether
+ * a request or lock of @m is on @key's name (its waiters should look).
+ */
+bool wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
+			 size_t len)
+{
+	size_t np = key ? name_part(key, len) : 0;
+	struct wlk__etcd_lock *l;
+	bool any = false, near = false;
+
+	pthread_mutex_lock(&m->lmu);
+	cds_list_for_each_entry(l, &m->locks, link) {
+		near |= key && l->key_len > np && !memcmp(l->key, key, np) &&
+			name_part(l->key, l->key_len) == np;
+		if (l->releasing)
+			continue;
+		if (!key || (l->key_len == len && !memcmp(l->key, key, len))) {
+			uatomic_set(&l->gone, 1);
+			any = true;
+		}
+	}
+	pthread_mutex_unlock(&m->lmu);
+	if (any) /* a watched lock's stolen callback */
+		wlk__etcd_ring(m);
+	return near || any;
+}
+
+/* Blocked requests read their names again; async ones at the next
+ * dispatch, which the ring causes. */
+void wlk__etcd_wake(struct wlk__etcd_manager *m)
+{
+	uatomic_inc(&m->events);
+	wlk__futex_wake(&m->events, INT32_MAX);
+	wlk__etcd_ring(m);
+}
+
+void wlk__etcd_local_add(struct wlk__etcd_manager *m, bool on)
+{
+	pthread_mutex_lock(&all_mu);
+	if (on)
+		cds_list_add(&m->all, &open_managers);
+	else
+		cds_list_del(&m->all);
+	pthread_mutex_unlock(&all_mu);
+}
+
+/* A steal deleted @key: the lock of a manager of this process is gone. */
+void wlk__etcd_local_gone(const char *key, size_t len)
+{
+	struct wlk__etcd_manager *m;
+
+	pthread_mutex_lock(&all_mu);
+	cds_list_for_each_entry(m, &open_managers, all)
+		wlk__etcd_mark_gone(m, key, len);
+	pthread_mutex_unlock(&all_mu);
+}

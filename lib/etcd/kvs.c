@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kvs.c - the entries of a bucket or a name as a range reply gives them:
+ * parsed with every field checked (a reply is untrusted input: a key
+ * outside the prefix, a malformed value or revision is -EPROTO, never a
+ * crash), ordered by (name, class, create_revision) and classified held
+ * or pending by the derived rule (etcd.h). And the JSON pieces that
+ * requests are built of: a range op, a compare.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etcd.h"
+
+/* The tail of an entry's key after its name's '/' (etcd.h). */
+#define ID_DIGITS LEASE_DIGITS
+#define TAIL_LEN KEY_TAIL
+/* Longest decimal pid in a value. */
+#define PID_DIGITS 10
+
+static bool hex_digits(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		      (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/* The key's name and tail; 0 or -EPROTO. */
+static int parse_key(struct wlk__etcd_entry *e, const char *prefix,
+		     size_t prefix_len)
+{
+	const char *k = e->key, *slash, *t;
+
+	if (e->key_len <= prefix_len || memcmp(k, prefix, prefix_len) != 0)
+		return -EPROTO;
+	slash = memchr(k + prefix_len, '/', e->key_len - prefix_len);
+	if (!slash)
+		return -EPROTO;
+	e->name_len = (size_t)(slash - k) - prefix_len;
+	t = slash + 1;
+	if (e->name_len % 2 || !hex_digits(k + prefix_len, e->name_len) ||
+	    (size_t)(k + e->key_len - t) != TAIL_LEN)
+		return -EPROTO;
+	if ((t[0] != '0' && t[0] != '1') || (t[1] != 'x' && t[1] != 's') ||
+	    t[2] != '-' || t[3 + ID_DIGITS] != '-' ||
+	    !hex_digits(t + 3, ID_DIGITS) ||
+	    !hex_digits(t + 4 + ID_DIGITS, ID_DIGITS) ||
+	    (t[0] == '0' && t[1] != 'x'))
+		return -EPROTO;
+	e->cls = t[0] - '0';
+	e->mode = t[1] == 'x' ? WLK_EXCLUSIVE : WLK_SHARED;
+	return 0;
+}
+
+/* "<m> <pid> <clientId>", agreeing with the key's mode; 0 or -EPROTO. */
+static int parse_value(struct wlk__etcd_entry *e, size_t len)
+{
+	const char *v = e->value;
+	size_t i = 2;
+	long pid = 0;
+
+	if (len < 4 || v[0] != (e->mode == WLK_EXCLUSIVE ? 'x' : 's') ||
+	    v[1] != ' ')
+		return -EPROTO;
+	for (; i < len && v[i] >= '0' && v[i] <= '9'; i++) {
+		if (i - 2 >= PID_DIGITS)
+			return -EPROTO;
+		pid = pid * 10 + (v[i] - '0');
+	}
+	if (i == 2 || i >= len || v[i] != ' ' || pid > INT32_MAX)
+		return -EPROTO;
+	e->pid = (pid_t)pid;
+	e->client_id = v + i + 1;
+	/* A clientId as wlk_manager_open() takes them, and no NUL inside. */
+	if (strlen(e->client_id) != len - i - 1 ||
+	    wlk__check_ident(e->client_id, WLK_CLIENT_ID_MAX))
+		return -EPROTO;
+	return 0;
+}
+
+static int parse_entry(struct json_object *kv, const char *prefix,
+		       size_t prefix_len, struct wlk__etcd_entry *e)
+{
+	struct json_object *key, *val;
+	size_t vlen;
+	int rc;
+
+	if (!json_object_is_type(kv, json_type_object) ||
+	    !json_object_object_get_ex(kv, "key", &key) ||
+	    !json_object_is_type(key, json_type_string) ||
+	    !json_object_object_get_ex(kv, "value", &val) ||
+	    !json_object_is_type(val, json_type_string))
+		return -EPROTO;
+	rc = wlk__etcd_int64(kv, "create_revision", &e->create_rev);
+	if (!rc && e->create_rev <= 0)
+		rc = -EPROTO;
+	if (!rc)
+		rc = wlk__etcd_unb64(json_object_get_string(key), &e->key,
+				     &e->key_len);
+	if (!rc)
+		rc = parse_key(e, prefix, prefix_len);
+	if (!rc)
+		rc = wlk__etcd_unb64(json_object_get_string(val), &e->value,
+				     &vlen);
+	if (!rc)
+		rc = parse_value(e, vlen);
+	return rc;
+}
+
+void wlk__etcd_kvs_free(struct wlk__etcd_kvs *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		free(k->e[i].key);
+		free(k->e[i].value);
+	}
+	free(k->e);
+	k->e = NULL;
+	k->n = 0;
+}
+
+/*
+ * wlk__etcd_kvs_parse() - the entries of @range (a RangeResponse: "kvs"
+ * absent means none), every key under @prefix, read at @revision.
+ * Return: 0, -EPROTO, -ENOMEM; *@out untouched on error.
+ */
+int wlk__etcd_kvs_parse(struct json_object *range, const char *prefix,
+			size_t prefix_len, int64_t revision,
+			struct wlk__etcd_kvs *out)
+{
+	struct wlk__etcd_kvs k = { .revision = revision,
+				   .prefix_len = prefix_len };
+	struct json_object *kvs;
+	size_t n;
+	int rc = 0;
+
+	if (!json_object_is_type(range, json_type_object) || revision <= 0)
+		return -EPROTO;
+	if (!json_object_object_get_ex(range, "kvs", &kvs)) {
+		*out = k;
+		return 0;
+	}
+	if (!json_object_is_type(kvs, json_type_array))
+		return -EPROTO;
+	n = json_object_array_length(kvs);
+	k.e = calloc(n ? n : 1, sizeof(*k.e));
+	if (!k.e)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !rc; i++) {
+		k.n = i + 1;
+		rc = parse_entry(json_object_array_get_idx(kvs, i), prefix,
+				 prefix_len, &k.e[i]);
+	}
+	if (rc) {
+		wlk__etcd_kvs_free(&k);
+		return rc;
+	}
+	*out = k;
+	return 0;
+}
+
+static int entry_cmp(const void *a, const void *b, void *arg)
+{
+	const struct wlk__etcd_entry *x = a, *y = b;
+	size_t p = *(const size_t *)arg, n = x->name_len < y->name_len ?
+						x->name_len : y->name_len;
+	int c = memcmp(x->key + p, y->key + p, n);
+
+	if (c)
+		return c;
+	if (x->name_len != y->name_len)
+		return x->name_len < y->name_len ? -1 : 1;
+	if (x->cls != y->cls)
+		return x->cls - y->cls;
+	if (x->create_rev != y->create_rev)
+		return x->create_rev < y->create_rev ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
+static bool same_name(const struct wlk__etcd_entry *a,
+		      const struct wlk__etcd_entry *b, size_t p)
+{
+	return a->name_len == b->name_len &&
+	       !memcmp(a->key + p, b->key + p, a->name_len);
+}
+
+/*
+ * wlk__etcd_classify() - order @k's entries by (name, class, creation)
+ * and mark each held or pending: exclusive and first of its name, or
+ * shared with no exclusive entry before it.
+ */
+void wlk__etcd_classify(struct wlk__etcd_kvs *k)
+{
+	bool first = true, excl = false;
+
+	qsort_r(k->e, k->n, sizeof(*k->e), entry_cmp, &k->prefix_len);
+	for (size_t i = 0; i < k->n; i++) {
+		struct wlk__etcd_entry *e = &k->e[i];
+
+		if (i && !same_name(e, e - 1, k->prefix_len)) {
+			first = true;
+			excl = false;
+		}
+		e->held = e->mode == WLK_EXCLUSIVE ? first : !excl;
+		excl |= e->mode == WLK_EXCLUSIVE;
+		first = false;
+	}
+}
+
+struct wlk__etcd_entry *wlk__etcd_kvs_find(struct wlk__etcd_kvs *k,
+					   const char *key, size_t len)
+{
+	for (size_t i = 0; i < k->n; i++)
+		if (k->e[i].key_len == len && !memcmp(k->e[i].key, key, len))
+			return &k->e[i];
+	return NULL;
+}
+
+/* {"request_range": {"key", "range_end"}}: every key under @key. */
+struct json_object *wlk__etcd_op_range(const char *key, size_t len)
+{
+	struct json_object *op = json_object_new_object();
+	struct json_object *r = json_object_new_object();
+	char *end = wlk__etcd_range_end(key, len);
+
+	if (!op || !r || !end) {
+		json_object_put(op);
+		json_object_put(r);
+		free(end);
+		return NULL;
+	}
+	json_object_object_add(r, "key", wlk__etcd_jkey(key, len));
+	json_object_object_add(r, "range_end", wlk__etcd_jkey(end, len));
+	json_object_object_add(op, "request_range", r);
+	free(end);
+	return op;
+}
+
+/*
+ * wlk__etcd_cmp() - a Compare of @target ("CREATE", "MOD", "VERSION")
+ * with @v by @result ("EQUAL", "LESS", "GREATER") on @key, or on every
+ * key under it if @range (an empty range compares as one key of zeros).
+ */
+struct json_object *wlk__etcd_cmp(const char *key, size_t len, bool range,
+				  const char *target, const char *result,
+				  int64_t v)
+{
+	struct json_object *c = json_object_new_object();
+	const char *field = !strcmp(target, "CREATE") ? "create_revision" :
+			    !strcmp(target, "MOD")    ? "mod_revision" :
+							"version";
+
+	if (!c)
+		return NULL;
+	json_object_object_add(c, "key", wlk__etcd_jkey(key, len));
+	if (range) {
+		char *end = wlk__etcd_range_end(key, len);
+
+		json_object_object_add(c, "range_end",
+				       end ? wlk__etcd_jkey(end, len) : NULL);
+		free(end);
+	}
+	json_object_object_add(c, "target", json_object_new_string(target));
+	json_object_object_add(c, "result", json_object_new_string(result));
+	json_object_object_add(c, field, wlk__etcd_jstr_int(v));
+	return c;
+}
+
+static int header_revision(struct json_object *rep, int64_t *rev)
+{
+	struct json_object *h;
+
+	if (!json_object_object_get_ex(rep, "header", &h))
+		return -EPROTO;
+	return wlk__etcd_int64(h, "revision", rev);
+}
+
+/*
+ * wlk__etcd_range() - the entries under @key (a bucket's or a name's
+ * prefix), by one linearizable range. 0, or as wlk__etcd_call(), -EPROTO.
+ */
+int wlk__etcd_range(struct wlk__etcd_manager *m, const char *key, size_t len,
+		    struct wlk__etcd_kvs *out)
+{
+	struct json_object *req = wlk__etcd_op_range(key, len), *r, *rep;
+	int64_t rev;
+	int rc;
+
+	if (!req)
+		return -ENOMEM;
+	r = json_object_object_get(req, "request_range");
+	rc = wlk__etcd_call(&m->conn, "/v3/kv/range", r, &rep);
+	json_object_put(req);
+	if (rc)
+		return rc;
+	rc = header_revision(rep, &rev);
+	if (!rc)
+		rc = wlk__etcd_kvs_parse(rep, m->prefix, m->prefix_len, rev,
+					 out);
+	json_object_put(rep);
+	return rc;
+}
+
+/*
+ * wlk__etcd_txn_reply() - whether a TxnResponse @rep succeeded, and the
+ * entries of its last range response into @kvs (if not NULL), at the
+ * transaction's revision. 0, or -EPROTO (no range response when @kvs
+ * asks for one), -ENOMEM.
+ */
+int wlk__etcd_txn_reply(struct json_object *rep, const char *prefix,
+			size_t prefix_len, bool *succeeded,
+			struct wlk__etcd_kvs *kvs)
+{
+	struct json_object *s, *rs, *range = NULL;
+	int64_t rev;
+	int rc = header_revision(rep, &rev);
+
+	if (rc)
+		return rc;
+	*succeeded = json_object_object_get_ex(rep, "succeeded", &s) &&
+		     json_object_get_boolean(s);
+	if (!kvs)
+		return 0;
+	if (!json_object_object_get_ex(rep, "responses", &rs) ||
+	    !json_object_is_type(rs, json_type_array))
+		return -EPROTO;
+	for (size_t i = 0; i < json_object_array_length(rs); i++) {
+		struct json_object *r = json_object_array_get_idx(rs, i), *x;
+
+		if (json_object_is_type(r, json_type_object) &&
+		    json_object_object_get_ex(r, "response_range", &x))
+			range = x;
+	}
+	if (!range)
+		return -EPROTO;
+	return wlk__etcd_kvs_parse(range, prefix, prefix_len, rev, kvs);
+}

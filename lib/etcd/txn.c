@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * txn.c - the pieces a request's transactions are built of (acquire.c,
+ * atonce.c): a put of the request's entry on its lease, a delete, a Txn
+ * and its reply, and the reading of a grant from a name's entries.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "etcd.h"
+
+struct json_object *wlk__etcd_op_put(struct wlk__etcd_req *r)
+{
+	struct json_object *op = json_object_new_object();
+	struct json_object *p = json_object_new_object();
+	char *v = wlk__etcd_b64(r->value, strlen(r->value));
+
+	if (!op || !p || !v) {
+		json_object_put(op);
+		json_object_put(p);
+		free(v);
+		return NULL;
+	}
+	json_object_object_add(p, "key", wlk__etcd_jkey(r->l->key,
+							r->l->key_len));
+	json_object_object_add(p, "value", json_object_new_string(v));
+	json_object_object_add(p, "lease", wlk__etcd_jstr_int(
+						   (int64_t)r->lease));
+	json_object_object_add(op, "request_put", p);
+	free(v);
+	return op;
+}
+
+struct json_object *wlk__etcd_op_delete(const char *key, size_t len)
+{
+	struct json_object *op = json_object_new_object();
+	struct json_object *d = json_object_new_object();
+
+	if (!op || !d) {
+		json_object_put(op);
+		json_object_put(d);
+		return NULL;
+	}
+	json_object_object_add(d, "key", wlk__etcd_jkey(key, len));
+	json_object_object_add(op, "request_delete_range", d);
+	return op;
+}
+
+/* A Txn of @cmp, @ok, @fail (consumed); the name's entries after it. */
+int wlk__etcd_txn(struct wlk__etcd_req *r, struct json_object *cmp,
+		  struct json_object *ok, struct json_object *fail,
+		  bool *succeeded, struct wlk__etcd_kvs *kvs)
+{
+	struct json_object *t = json_object_new_object(), *rep;
+	int rc;
+
+	if (!t || !cmp || !ok || !fail) {
+		json_object_put(t);
+		json_object_put(cmp);
+		json_object_put(ok);
+		json_object_put(fail);
+		return -ENOMEM;
+	}
+	json_object_object_add(t, "compare", cmp);
+	json_object_object_add(t, "success", ok);
+	json_object_object_add(t, "failure", fail);
+	rc = wlk__etcd_call(&r->m->conn, "/v3/kv/txn", t, &rep);
+	json_object_put(t);
+	if (rc)
+		return rc;
+	rc = wlk__etcd_txn_reply(rep, r->m->prefix, r->m->prefix_len,
+				 succeeded, kvs);
+	json_object_put(rep);
+	return rc;
+}
+
+/* [@a, @b, @c], NULLs ending it early; NULL if out of memory. */
+struct json_object *wlk__etcd_list(struct json_object *a,
+				   struct json_object *b,
+				   struct json_object *c)
+{
+	struct json_object *l = json_object_new_array();
+	struct json_object *v[3] = { a, b, c };
+	bool bad = !l;
+
+	for (int i = 0; i < 3; i++) {
+		if (!v[i])
+			continue;
+		if (bad || json_object_array_add(l, v[i]))
+			json_object_put(v[i]);
+	}
+	if (bad)
+		return NULL;
+	return l;
+}
+
+/* Delete @l's key, whatever state it is in (a release, an abort, a
+ * timeout), and say in *@deleted (if not NULL) whether it was there.
+ * After an error the lease mends it: the key goes with it. */
+int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+		     int64_t *deleted)
+{
+	struct json_object *d = json_object_new_object(), *rep;
+	int64_t n = 0;
+	int rc;
+
+	if (!d)
+		return -ENOMEM;
+	json_object_object_add(d, "key", wlk__etcd_jkey(l->key, l->key_len));
+	rc = wlk__etcd_call(&m->conn, "/v3/kv/deleterange", d, &rep);
+	json_object_put(d);
+	if (rc)
+		return rc;
+	rc = wlk__etcd_int64(rep, "deleted", &n);
+	json_object_put(rep);
+	if (!rc && deleted)
+		*deleted = n;
+	return rc;
+}
+
+/*
+ * wlk__etcd_grant_of() - whether @l's entry is held in @k (classified):
+ * then its token is the revision of @k. An entry that is gone while its
+ * lease is not was held, and stolen, before this read (a steal deletes
+ * holders only): a grant, stolen already, whose token is the entry's
+ * creation (below the stealer's, and so refused by a fenced resource).
+ * Gone with its lease: WLK_EABORTED.
+ */
+int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+		       struct wlk__etcd_kvs *k, bool *held)
+{
+	struct wlk__etcd_entry *e = wlk__etcd_kvs_find(k, l->key, l->key_len);
+	int64_t put = uatomic_read(&l->put_rev);
+
+	if (!e) {
+		if (!put || l->lease != uatomic_read(&m->lease))
+			return WLK_EABORTED;
+		uatomic_set(&l->gone, 1);
+		l->base.token = (uint64_t)put;
+		*held = true;
+		return 0;
+	}
+	uatomic_set(&l->put_rev, e->create_rev);
+	*held = e->held;
+	if (e->held)
+		l->base.token = (uint64_t)k->revision;
+	return 0;
+}
+
+/* Our entry in @k, held: the grant. */
+int wlk__etcd_grant_if_held(struct wlk__etcd_req *r, struct wlk__etcd_kvs *k,
+			    bool *held)
+{
+	wlk__etcd_classify(k);
+	return wlk__etcd_grant_of(r->m, r->l, k, held);
+}

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * watch.c - a manager's watch stream on its bucket's prefix, deletions
+ * only, read by the agent thread (agent.c). A deleted key that is one of
+ * the manager's locks, not being released by us, marks that lock gone;
+ * a deletion on a name the manager has a request on wakes its waiters
+ * (gone.c). The stream resumes from the revision after the last event it
+ * delivered when it breaks (a member killed or restarted: the next
+ * member), and starts at the present after a compaction; after a restart
+ * the locks are checked against one range (deletions in between).
+ * Messages are untrusted: bounded, parsed with checks, and one that is
+ * not etcd's ends the stream (and a new one starts).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "etcd.h"
+
+/* Connecting the watch to a member (as http.c's calls). */
+#define CONNECT_MS 500
+/* Bytes of one watch message at most (json-c keeps the partial one). */
+#define MESSAGE_MAX (16u << 20)
+/* Nesting of a watch message: result.events[].kv is 4 deep. */
+#define JSON_DEPTH 16
+
+/* Every lock put at or before @rev whose key the bucket lacks is gone. */
+void wlk__etcd_resync(struct wlk__etcd_manager *m)
+{
+	struct wlk__etcd_kvs k = { 0 };
+	struct wlk__etcd_lock *l;
+
+	if (wlk__etcd_range(m, m->prefix, m->prefix_len, &k))
+		return; /* the next restart tries again */
+	pthread_mutex_lock(&m->lmu);
+	cds_list_for_each_entry(l, &m->locks, link) {
+		int64_t put = uatomic_read(&l->put_rev);
+
+		if (!l->releasing && put && put <= k.revision &&
+		    !wlk__etcd_kvs_find(&k, l->key, l->key_len))
+			uatomic_set(&l->gone, 1);
+	}
+	pthread_mutex_unlock(&m->lmu);
+	wlk__etcd_kvs_free(&k);
+}
+
+/* One message of the stream. */
+static void on_message(struct wlk__etcd_watch *w, struct json_object *msg)
+{
+	struct wlk__etcd_manager *m = w->m;
+	struct json_object *r, *ev, *x;
+	bool near = false;
+	int64_t v;
+
+	if (!json_object_object_get_ex(msg, "result", &r) ||
+	    !json_object_is_type(r, json_type_object)) {
+		w->failed = true; /* {"error": ...}: the member gave up */
+		return;
+	}
+	if (json_object_object_get_ex(r, "created", &x) &&
+	    json_object_get_boolean(x) &&
+	    uatomic_cmpxchg(&m->watching, 0, 1) == 0)
+		wlk__futex_wake(&m->watching, INT32_MAX);
+	if (json_object_object_get_ex(r, "canceled", &x) &&
+	    json_object_get_boolean(x)) {
+		w->failed = true;
+		if (!wlk__etcd_int64(r, "compact_revision", &v) && v > 0)
+			w->compacted = true;
+		return;
+	}
+	if (!json_object_object_get_ex(r, "events", &ev))
+		return;
+	if (!json_object_is_type(ev, json_type_array)) {
+		w->failed = true;
+		return;
+	}
+	for (size_t i = 0; i < json_object_array_length(ev); i++) {
+		struct json_object *e = json_object_array_get_idx(ev, i), *kv,
+				   *key;
+		char *k;
+		size_t n;
+
+		if (!json_object_is_type(e, json_type_object) ||
+		    !json_object_object_get_ex(e, "kv", &kv) ||
+		    !json_object_object_get_ex(kv, "key", &key) ||
+		    !json_object_is_type(key, json_type_string) ||
+		    wlk__etcd_int64(kv, "mod_revision", &v) ||
+		    wlk__etcd_unb64(json_object_get_string(key), &k, &n)) {
+			w->failed = true;
+			return;
+		}
+		/* Only a deletion on a name we wait for can grant us. */
+		near |= wlk__etcd_mark_gone(m, k, n);
+		free(k);
+		if (v >= m->watch_rev)
+			m->watch_rev = v + 1;
+	}
+	if (near)
+		wlk__etcd_wake(m);
+}
+
+static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct wlk__etcd_watch *w = arg;
+	size_t n = size * nmemb, off = 0;
+
+	while (off < n && !w->failed) {
+		struct json_object *o;
+		enum json_tokener_error err;
+		size_t len = n - off;
+
+		o = json_tokener_parse_ex(w->tok, data + off, (int)len);
+		err = json_tokener_get_error(w->tok);
+		if (o) {
+			off += json_tokener_get_parse_end(w->tok);
+			w->pending = 0;
+			if (json_object_is_type(o, json_type_object))
+				on_message(w, o);
+			else
+				w->failed = true;
+			json_object_put(o);
+		} else if (err == json_tokener_continue) {
+			w->pending += len;
+			if (w->pending > MESSAGE_MAX)
+				w->failed = true;
+			break;
+		} else {
+			w->failed = true;
+		}
+	}
+	return w->failed ? 0 : n;
+}
+
+void wlk__etcd_watch_end(void *multi, struct wlk__etcd_watch *w)
+{
+	if (w->h) {
+		curl_multi_remove_handle(multi, w->h);
+		curl_easy_cleanup(w->h);
+	}
+	if (w->tok)
+		json_tokener_free(w->tok);
+	curl_slist_free_all(w->hdr);
+	w->hdr = NULL;
+	free(w->body);
+	w->h = NULL;
+	w->tok = NULL;
+	w->body = NULL;
+}
+
+int wlk__etcd_watch_begin(void *multi, struct wlk__etcd_watch *w)
+{
+	struct wlk__etcd_manager *m = w->m;
+	struct json_object *req = json_object_new_object();
+	struct json_object *c = json_object_new_object();
+	struct json_object *f = json_object_new_array();
+	char *end = wlk__etcd_range_end(m->prefix, m->prefix_len);
+	char url[sizeof("http://") + WLK_ETCD_HOST_MAX + 16];
+	int rc = -ENOMEM;
+
+	w->failed = w->compacted = false;
+	w->pending = 0;
+	if (!req || !c || !f || !end)
+		goto out;
+	json_object_object_add(c, "key",
+			       wlk__etcd_jkey(m->prefix, m->prefix_len));
+	json_object_object_add(c, "range_end",
+			       wlk__etcd_jkey(end, m->prefix_len));
+	if (m->watch_rev)
+		json_object_object_add(c, "start_revision",
+				       wlk__etcd_jstr_int(m->watch_rev));
+	json_object_array_add(f, json_object_new_string("NOPUT"));
+	json_object_object_add(c, "filters", f);
+	f = NULL;
+	json_object_object_add(req, "create_request", c);
+	c = NULL;
+	w->body = strdup(json_object_to_json_string_ext(
+		req, JSON_C_TO_STRING_PLAIN));
+	w->tok = json_tokener_new_ex(JSON_DEPTH);
+	w->h = wlk__etcd_handle_new();
+	if (!w->body || !w->tok || !w->h)
+		goto out;
+	w->member = uatomic_read(&m->conn.cur) % m->conn.n_url;
+	snprintf(url, sizeof(url), "%s/v3/watch", m->conn.url[w->member]);
+	curl_easy_setopt(w->h, CURLOPT_URL, url);
+	curl_easy_setopt(w->h, CURLOPT_POSTFIELDS, w->body);
+	w->hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	if (!w->hdr) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	curl_easy_setopt(w->h, CURLOPT_HTTPHEADER, w->hdr);
+	curl_easy_setopt(w->h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(w->h, CURLOPT_WRITEDATA, w);
+	curl_easy_setopt(w->h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(w->h, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_MS);
+	curl_easy_setopt(w->h, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(w->h, CURLOPT_TCP_KEEPALIVE, 1L);
+	rc = curl_multi_add_handle(multi, w->h) == CURLM_OK ? 0 : -ENOMEM;
+out:
+	json_object_put(req);
+	json_object_put(c);
+	json_object_put(f);
+	free(end);
+	if (rc)
+		wlk__etcd_watch_end(multi, w);
+	return rc;
+}
