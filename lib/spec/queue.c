@@ -78,14 +78,15 @@ int wlk__process_queue(struct wlk__bucket *b, uint32_t ni,
 		    (!first && r->mode != WLK_SHARED))
 			return 0;
 		if (r->flags & WLK_REQF_SCOPE) {
-			if (!wlk__scope_clear(b, ri)) {
+			rc = wlk__scope_grant_if_clear(b, ri, wake);
+			if (rc == 0) { /* passed over */
 				if (r->mode != WLK_SHARED)
 					return 0;
 				first = false;
 				ri = next;
 				continue;
 			}
-			rc = wlk__scope_grant(b, ri, wake);
+			rc = rc < 0 ? rc : 0;
 		} else {
 			rc = wlk__dequeue(b, n, ri);
 			if (!rc && wlk__name_idle(n) &&

@@ -118,12 +118,9 @@ bool wlk__member_clear(struct wlk__bucket *b, const struct wlk_seg_name *n,
 	return true;
 }
 
-/* Whether every member of the pending scope of member @ri is clear. */
-bool wlk__scope_clear(struct wlk__bucket *b, uint32_t ri)
+/* Whether every member @m[0..k) of a pending scope is clear. */
+static bool members_clear(struct wlk__bucket *b, const uint32_t *m, int k)
 {
-	uint32_t m[WLK_SCOPE_MEMBERS_MAX];
-	int k = wlk__scope_members(b, ri, m);
-
 	for (int i = 0; i < k; i++) {
 		struct wlk_seg_request *r = wlk__req(b, m[i]);
 		struct wlk_seg_name *n;
@@ -173,22 +170,48 @@ int wlk__grant_members(struct wlk__bucket *b, const uint32_t *m, int k,
 	return 0;
 }
 
+/* Grant scope @m[0..k) of member @ri under the grant's intent record. */
+static int grant_scope(struct wlk__bucket *b, uint32_t ri, const uint32_t *m,
+		       int k, struct wlk__wake *wake)
+{
+	int rc;
+
+	intent_set(b, WLK_INTENT_SCOPE_GRANT, ri);
+	rc = wlk__grant_members(b, m, k, wake);
+	intent_clear(b);
+	return rc;
+}
+
 /*
- * wlk__scope_grant() - grant the scope of pending member @ri, whose every
- * member is clear, on all its names at once.
+ * wlk__scope_grant() - grant the scope of pending member @ri on all its
+ * names at once, clear or not (recovery redoes a grant it found begun).
  */
 int wlk__scope_grant(struct wlk__bucket *b, uint32_t ri,
 		     struct wlk__wake *wake)
+{
+	uint32_t m[WLK_SCOPE_MEMBERS_MAX];
+	int k = wlk__scope_members(b, ri, m);
+
+	return k < 0 ? k : grant_scope(b, ri, m, k, wake);
+}
+
+/*
+ * wlk__scope_grant_if_clear() - grant the scope of pending member @ri if
+ * every member is clear (layout.h, SCOPES), with one walk of its ring.
+ * Return: 1 granted, 0 not clear, or WLK_ECORRUPT.
+ */
+int wlk__scope_grant_if_clear(struct wlk__bucket *b, uint32_t ri,
+			      struct wlk__wake *wake)
 {
 	uint32_t m[WLK_SCOPE_MEMBERS_MAX];
 	int k = wlk__scope_members(b, ri, m), rc;
 
 	if (k < 0)
 		return k;
-	intent_set(b, WLK_INTENT_SCOPE_GRANT, ri);
-	rc = wlk__grant_members(b, m, k, wake);
-	intent_clear(b);
-	return rc;
+	if (!members_clear(b, m, k))
+		return 0;
+	rc = grant_scope(b, ri, m, k, wake);
+	return rc ? rc : 1;
 }
 
 /*

@@ -317,8 +317,8 @@ int wlk__request_scope(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		wlk__word_store(&b->hdr->intent_op, WLK_INTENT_NONE);
 		/* Queued at the tails: nothing else can have become
 		 * grantable, only the scope itself. */
-		if (wlk__scope_clear(b, lead))
-			rc = wlk__scope_grant(b, lead, wake);
+		rc = wlk__scope_grant_if_clear(b, lead, wake);
+		rc = rc < 0 ? rc : 0;
 	}
 	wake->self1 = 0;
 	return rc;

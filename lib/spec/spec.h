@@ -111,7 +111,8 @@ uint32_t wlk__scope_lead(struct wlk__bucket *b, const uint32_t *m,
 			 int k) WLK_INTERNAL;
 bool wlk__member_clear(struct wlk__bucket *b, const struct wlk_seg_name *n,
 		       uint32_t ri) WLK_INTERNAL;
-bool wlk__scope_clear(struct wlk__bucket *b, uint32_t ri) WLK_INTERNAL;
+int wlk__scope_grant_if_clear(struct wlk__bucket *b, uint32_t ri,
+			      struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__scope_grant(struct wlk__bucket *b, uint32_t ri,
 		     struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__grant_members(struct wlk__bucket *b, const uint32_t *m, int k,

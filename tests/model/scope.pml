@@ -80,7 +80,7 @@ inline member_clear(r, n, ok)
 	fi
 }
 
-/* Whether every member of r is clear (wlk__scope_clear). */
+/* Whether every member of r is clear (scope.c, members_clear()). */
 inline scope_clear(r, ok)
 {
 	ok = true;
