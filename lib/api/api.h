@@ -34,10 +34,18 @@ int wlk__scope_begin(struct wlk_manager *m, const struct wlk_name *names,
 bool wlk__manager_enter(struct wlk_manager *m) WLK_INTERNAL;
 void wlk__manager_leave(struct wlk_manager *m) WLK_INTERNAL;
 
+/* Whether @m takes calls: open, and this process's (not a fork child's
+ * inherited copy). A call that takes no reference checks this (PINS). */
+static inline bool wlk__manager_usable(const struct wlk_manager *m)
+{
+	return m->fork_gen == wlk__fork_gen() && !uatomic_read(&m->closed);
+}
+
 /*
  * wlk__acquire_with() - the engine's acquire of new handle @l, after the
  * checks: 0 with *@out the lock, or NULL for an if_available miss (@l
- * freed and the manager's reference dropped); an error, likewise.
+ * freed and its manager reference, if it took one, dropped); an error,
+ * likewise.
  * Inline: the uncontended path keeps one frame.
  */
 static inline __attribute__((always_inline)) int
@@ -48,12 +56,17 @@ wlk__acquire_with(struct wlk_manager *m, struct wlk_lock *l,
 	int rc = m->e->acquire(m, l, o, &held);
 
 	if (rc || !held) {
+		/* Without a reference, the engine let go of @m already: it
+		 * may be gone (a close meanwhile). */
+		bool counted = l->counted;
+
 		wlk__lock_free(l);
-		wlk__manager_leave(m);
+		if (counted)
+			wlk__manager_leave(m);
 		*out = NULL;
 		return rc;
 	}
-	*out = l; /* keeps the manager reference taken by the checks */
+	*out = l; /* keeps its manager reference, or its engine's pin */
 	return 0;
 }
 

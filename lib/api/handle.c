@@ -85,6 +85,7 @@ static inline void handle_init(struct wlk_lock *l, struct wlk_manager *m,
 	l->on_stolen = NULL;
 	l->scope = scope;
 	l->n_scope = n_scope;
+	l->counted = true; /* the caller's reference; see wlk__acquire_begin() */
 }
 
 struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,

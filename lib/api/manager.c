@@ -102,15 +102,6 @@ WLK_EXPORT int wlk_manager_open(const char *origin,
 	return rc;
 }
 
-static void manager_unref(struct wlk_manager *m)
-{
-	if (uatomic_sub_return(&m->refs, 1))
-		return;
-	m->e->free(m);
-	pthread_mutex_destroy(&m->amu);
-	free(m);
-}
-
 /*
  * wlk__manager_enter() - start a call on @m: false if it is closed or was
  * inherited through fork(); otherwise it stays allocated until the matching
@@ -126,7 +117,7 @@ bool wlk__manager_enter(struct wlk_manager *m)
 
 void wlk__manager_leave(struct wlk_manager *m)
 {
-	manager_unref(m);
+	wlk__manager_unref(m);
 }
 
 WLK_EXPORT void wlk_manager_close(struct wlk_manager *m)
@@ -136,8 +127,14 @@ WLK_EXPORT void wlk_manager_close(struct wlk_manager *m)
 
 	if (!m)
 		return;
-	if (uatomic_xchg(&m->closed, 1))
+	if (uatomic_xchg(&m->closed, WLK__CLOSING))
 		return; /* closed twice: the first call did the work */
+	/* The engine's pins become references before any release may see
+	 * CLOSED and drop one (engine.h, PINS); the exchange orders both. */
+	if (m->e->pins) {
+		uatomic_add(&m->refs, m->e->pins);
+		uatomic_xchg(&m->closed, WLK__CLOSED);
+	}
 	/* Half a close (cancelled in close() or an RCU grace period's
 	 * sleep, with a lock held) could not be finished by anyone. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
@@ -154,7 +151,9 @@ WLK_EXPORT void wlk_manager_close(struct wlk_manager *m)
 		if (hooks)
 			hooks->close(m);
 	}
-	manager_unref(m);
+	if (m->e->seal)
+		m->e->seal(m);
+	wlk__manager_unref(m);
 	pthread_setcancelstate(cancel, NULL);
 }
 

@@ -39,12 +39,14 @@ static int validate(struct wlk_manager *m, const char *name, size_t *len,
  * then points at @copy, or the defaults), the checks in the spec's order
  * (arguments, then the manager, then spec 3.2.1 steps 5-9), a reference
  * to the manager for the call, and a new handle in *@out. On error
- * nothing is kept.
+ * nothing is kept. With @pinned, for a blocking acquire on an engine that
+ * pins (engine.h, PINS), no reference is taken: the handle is not
+ * counted, and the engine counts it when it must.
  */
 static inline __attribute__((always_inline)) int
 begin(struct wlk_manager *m, const char *name, size_t len,
       const struct wlk_options **o, struct wlk_options *copy,
-      struct wlk_lock **out)
+      struct wlk_lock **out, bool pinned)
 {
 	const struct wlk_options *opt = *o;
 	struct wlk_lock *l;
@@ -55,16 +57,19 @@ begin(struct wlk_manager *m, const char *name, size_t len,
 	if (!m || !name ||
 	    (opt->mode != WLK_EXCLUSIVE && opt->mode != WLK_SHARED))
 		return WLK_EINVAL;
-	if (!wlk__manager_enter(m))
+	pinned = pinned && m->e->pins;
+	if (pinned ? !wlk__manager_usable(m) : !wlk__manager_enter(m))
 		return WLK_ESTATE;
 	rc = validate(m, name, &len, opt);
 	l = rc ? NULL : wlk__lock_new(m, name, len, opt->mode);
 	if (!rc && !l)
 		rc = -ENOMEM;
 	if (rc) {
-		wlk__manager_leave(m);
+		if (!pinned)
+			wlk__manager_leave(m);
 		return rc;
 	}
+	l->counted = !pinned;
 	*o = opt;
 	*out = l;
 	return 0;
@@ -75,7 +80,7 @@ int wlk__acquire_begin(struct wlk_manager *m, const char *name, size_t len,
 		       const struct wlk_options **o, struct wlk_options *copy,
 		       struct wlk_lock **out)
 {
-	return begin(m, name, len, o, copy, out);
+	return begin(m, name, len, o, copy, out, false);
 }
 
 /* Inline in both callers: the uncontended path keeps one frame here. */
@@ -87,7 +92,7 @@ acquire(struct wlk_manager *m, const char *name, size_t len,
 	struct wlk_lock *l;
 	int rc;
 
-	rc = begin(m, name, len, &o, &copy, &l);
+	rc = begin(m, name, len, &o, &copy, &l, true);
 	return rc ? rc : wlk__acquire_with(m, l, o, out);
 }
 
@@ -109,19 +114,26 @@ WLK_EXPORT int wlk_acquire(struct wlk_manager *m, const char *name,
 WLK_EXPORT int wlk_release(struct wlk_lock *l)
 {
 	struct wlk_manager *m;
+	bool counted;
 	int rc = WLK_ESTATE;
 
 	if (!l)
 		return 0;
 	m = l->m;
+	/* Read first: a lock its engine keeps @m for may take @m with it
+	 * (engine.h, PINS). */
+	counted = l->counted;
 	/* In a fork child the lock is the parent's: touch nothing shared. */
 	if (m->fork_gen == wlk__fork_gen()) {
 		if (l->watched)
 			uatomic_read(&m->async)->unwatch(l);
 		rc = m->e->release(l);
+	} else if (m->e->forget) {
+		m->e->forget(l);
 	}
 	wlk__lock_free(l);
-	wlk__manager_leave(m);
+	if (counted)
+		wlk__manager_leave(m);
 	return rc;
 }
 

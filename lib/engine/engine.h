@@ -23,6 +23,7 @@
 #define WLK_ENGINE_H
 
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "weblocks/async.h"
 #include "sys.h"
@@ -40,12 +41,31 @@ struct wlk__async_hooks {
 	void (*unwatch)(struct wlk_lock *l);   /* l->watched: watched no more */
 };
 
+/*
+ * PINS. A manager's memory stays until its last reference goes: the
+ * user's (dropped by wlk_manager_close()), one per call in flight, one per
+ * lock handle. An engine may keep the manager for a lock itself instead
+ * (struct wlk__engine's pins): the shared-memory engine's uncontended
+ * acquire and release then make no reference count traffic, which is two
+ * locked instructions of the eight such a pair made. It holds a lane BUSY
+ * (shm/lane.c) for as long as such a lock exists; close turns what the
+ * engine keeps into references (seal), and the lock's release drops one.
+ *
+ * Close runs in three steps, so that nothing drops such a reference
+ * before close has counted it: CLOSING (set by the one closer: every
+ * call now fails with WLK_ESTATE), the engine's pins added to refs, then
+ * CLOSED with a full barrier; only a release that sees CLOSED drops a
+ * reference for its lane. closed != WLK__OPEN means closed to callers.
+ */
+enum { WLK__OPEN = 0, WLK__CLOSING = 1, WLK__CLOSED = 2 };
+
 /* struct wlk_manager: a client of a bucket, as every engine has it. */
 struct wlk_manager {
 	const struct wlk__engine *e;
-	unsigned long refs;      /* [A] user handle + locks + calls in flight */
+	unsigned long refs;      /* [A] user handle + locks + calls in flight
+				    (PINS below) */
 	unsigned long fork_gen;  /* process incarnation that opened it */
-	uint32_t closed;         /* [A] set once by wlk_manager_close() */
+	uint32_t closed;         /* [A] WLK__OPEN, then _CLOSING, _CLOSED */
 	uint32_t close_word;     /* futex: bumped when closed */
 	uint32_t max_name_len;   /* the bucket's, set by the engine's open */
 	char client_id[WLK_CLIENT_ID_MAX + 1];
@@ -83,6 +103,10 @@ struct wlk_lock {
 	size_t name_len;
 	char *name;              /* name_len bytes + NUL, after the engine's
 				    part of the handle, in its allocation */
+	/* It holds a reference to @m (else its engine keeps @m for it:
+	 * PINS); set by the API layer, or by the engine (wlk__lock_count()).
+	 */
+	bool counted;
 };
 
 /* struct wlk_signal: AbortController/AbortSignal. */
@@ -141,6 +165,23 @@ struct wlk__engine {
 	void (*close)(struct wlk_manager *m);
 	/* The last reference went: let go of the bucket. */
 	void (*free)(struct wlk_manager *m);
+	/*
+	 * PINS: how many locks at most the engine keeps the manager for
+	 * itself (0: every lock handle holds a reference, taken by the API
+	 * layer). With pins, a blocking acquire comes without a reference
+	 * (l->counted false), and the engine takes one (wlk__lock_count())
+	 * before anything that is not its uncontended path.
+	 */
+	unsigned int pins;
+	/* wlk_manager_close(), in the process that opened @m or a fork
+	 * child, with @m CLOSED and pins references added: drop one for each
+	 * pin the engine does not hold, and from now on drop one when a
+	 * lock it keeps @m for goes. Process memory only. */
+	void (*seal)(struct wlk_manager *m);
+	/* wlk_release() of lock @l in a fork child (inherited: the parent's):
+	 * let go of what the engine keeps in process memory for it, touch
+	 * nothing shared. May drop @l's pin (the last reference). NULL: none. */
+	void (*forget)(struct wlk_lock *l);
 	/* wlk_bucket_remove(). */
 	int (*remove)(const char *origin, const struct wlk_manager_options *o);
 
@@ -193,6 +234,29 @@ struct wlk__engine {
 	/* The manager is closing, its requests settled: free the context. */
 	void (*async_close)(struct wlk_manager *m);
 };
+
+/*
+ * wlk__manager_unref() - drop a reference to @m; the last one frees it
+ * (the engine's part first). Inline: the API layer drops the references
+ * it takes, an engine those it keeps for its locks (PINS).
+ */
+static inline void wlk__manager_unref(struct wlk_manager *m)
+{
+	if (uatomic_sub_return(&m->refs, 1))
+		return;
+	m->e->free(m);
+	pthread_mutex_destroy(&m->amu);
+	free(m);
+}
+
+/* wlk__lock_count() - @l, kept by its engine so far, takes a reference to
+ * its manager (PINS): before the engine does more than the uncontended
+ * path for it. */
+static inline void wlk__lock_count(struct wlk_lock *l)
+{
+	uatomic_inc(&l->m->refs);
+	l->counted = true;
+}
 
 /* select.c: the engine of a bucket, by its options. */
 const struct wlk__engine *

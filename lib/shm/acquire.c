@@ -48,15 +48,22 @@ static void discard(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
  * is still not inflated, else under the mutex. A lock in a slot of one of
  * the manager's lanes gives the slot back to the lane (kept RESERVED, gen
  * + 1, by the mutex side); a fast-born lock whose manager was closed
- * meanwhile has its slot discarded here.
+ * meanwhile has its slot discarded here. The lane's put may drop the
+ * manager's last reference (lane.c, PINS): nothing touches @m after it.
  */
 static int release_handle(struct wlk__shm_lock *l)
 {
 	struct wlk__shm_manager *m = wlk__shm_lm(l);
 	struct wlk__lane *lane = &m->lanes[l->lane];
-	enum wlk__fast f = l->fast ? wlk__lane_release(l) : WLK__FAST_SLOW;
+	enum wlk__fast f = WLK__FAST_SLOW;
 	int rc;
 
+	if (l->fast) {
+		/* Marked before the fast word's CAS, which is the full
+		 * barrier wlk__lane_settle() needs after the mark. */
+		wlk__lane_letgo(lane);
+		f = wlk__lane_release(l);
+	}
 	if (caa_unlikely(f == WLK__FAST_FROZEN))
 		freeze_wait(m->b);
 	if (f == WLK__FAST_OK || f == WLK__FAST_FROZEN) {
@@ -64,15 +71,15 @@ static int release_handle(struct wlk__shm_lock *l)
 
 		if (closed)
 			discard(m->b, l->slot, l->gen);
-		wlk__lane_put(lane, l->slot, l->gen, !closed);
+		wlk__lane_settle(m, lane, l->slot, l->gen, !closed);
 		return 0;
 	}
 	rc = wlk__release_slot(m->b, l->slot, l->gen, l->fast || l->laned);
 	if (l->fast || l->laned) {
 		/* A slot not kept (closed, stolen, gone) fails the lane's
 		 * next claim, which empties the lane. */
-		wlk__lane_put(lane, l->slot, l->gen + 1, rc == 0);
 		l->fast = l->laned = false;
+		wlk__lane_put_last(m, lane, l->slot, l->gen + 1, rc == 0);
 	}
 	return rc;
 }
@@ -119,7 +126,7 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 			     o->signal ? &o->signal->reason : NULL);
 	if (rc) {
 		if (lane)
-			wlk__lane_put(lane, lane->slot, lane->gen, true);
+			wlk__lane_put(m, lane, lane->slot, lane->gen, true);
 		return rc;
 	}
 	rc = wlk__request_reaping(b, &e, &wake, &l->slot, &l->gen);
@@ -128,7 +135,7 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 			l->lane = (uint8_t)(lane - m->lanes);
 			l->laned = true; /* the lane stays BUSY with it */
 		} else {
-			wlk__lane_put(lane, lane->slot, lane->gen,
+			wlk__lane_put(m, lane, lane->slot, lane->gen,
 				      wlk__req(b, lane->slot)->word ==
 					      WLK_WORD(lane->gen,
 						       WLK_SLOT_RESERVED));
@@ -236,7 +243,8 @@ acquire_slow(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 	if (!rc && step == WLK__STEP_HELD)
 		rc = take_grant(m, l);
 	if ((rc || step != WLK__STEP_HELD) && l->laned) /* its slot went */
-		wlk__lane_put(&m->lanes[l->lane], l->slot, l->gen, false);
+		wlk__lane_put(m, &m->lanes[l->lane], l->slot, l->gen,
+			      false);
 	if (!rc)
 		*held = step == WLK__STEP_HELD;
 	return rc;
@@ -259,9 +267,12 @@ int wlk__shm_acquire(struct wlk_manager *pub, struct wlk_lock *lpub,
 	if (rc)
 		return rc;
 	if (step == WLK__STEP_HELD) {
-		*held = true;
+		*held = true; /* counted, or kept by its lane (lane.c) */
 		return 0;
 	}
+	/* Beyond the uncontended path: the wait may outlast a close. */
+	if (!lpub->counted)
+		wlk__lock_count(lpub);
 	return acquire_slow(m, l, o, step, held);
 }
 

@@ -57,6 +57,27 @@ static void shm_close(struct wlk_manager *pub)
 	}
 }
 
+/* The locks the fast path took hold their lanes, not references
+ * (engine.h and lane.c, PINS). */
+static void shm_seal(struct wlk_manager *pub)
+{
+	wlk__lane_seal(wlk__shm_m(pub));
+}
+
+/* A fork child's release of an inherited lock: its lane goes back (the
+ * slot is the parent's: the lane is left EMPTY). */
+static void shm_forget(struct wlk_lock *pub)
+{
+	struct wlk__shm_lock *l = wlk__shm_l(pub);
+	struct wlk__shm_manager *m = wlk__shm_lm(l);
+
+	if (l->fast || l->laned) {
+		l->fast = l->laned = false;
+		wlk__lane_put_last(m, &m->lanes[l->lane], l->slot, l->gen,
+				   false);
+	}
+}
+
 static void shm_free(struct wlk_manager *pub)
 {
 	wlk__bucket_put(wlk__shm_m(pub)->b);
@@ -99,6 +120,9 @@ const struct wlk__engine wlk__shm_engine = {
 	.open = shm_open,
 	.close = shm_close,
 	.free = shm_free,
+	.pins = WLK_LANES,
+	.seal = shm_seal,
+	.forget = shm_forget,
 	.remove = shm_remove,
 	.acquire = wlk__shm_acquire,
 	.release = wlk__shm_release,

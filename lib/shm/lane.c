@@ -12,14 +12,34 @@
  *
  *   EMPTY --wlk__lane_fill()--> BUSY --slot reserved--> READY
  *   READY --wlk__lane_take()--> BUSY --wlk__lane_put()--> READY or EMPTY
+ *   (wlk__lane_put(): LETGO, then READY or EMPTY; after close: DEAD)
  *
- * An uncontended acquire+release is then two CASes on the lane (this
- * process's memory) and two CASes and an atomic add on the name's first
+ * An uncontended acquire+release is then one CAS on the lane (this
+ * process's memory; the put is a store) and two CASes on the name's first
  * line: two processes on two names share no cache line.
+ *
+ * PINS (engine.h). A BUSY lane keeps its manager: a lock taken by the fast
+ * path holds no reference to it. A put marks the lane LETGO, makes a full
+ * barrier (on the uncontended release, the fast word's CAS), then reads
+ * the manager's closed word and stores READY or EMPTY. Close stores CLOSED
+ * (full barrier) before its seal (wlk__lane_seal()) reads the lanes, so a
+ * lane the seal finds BUSY is put by a thread that sees CLOSED: that put
+ * turns the lane DEAD and drops the reference close counted for it. The
+ * seal turns the other lanes DEAD and drops theirs; it waits out a LETGO,
+ * whose put may or may not have seen CLOSED. Whoever turns a lane DEAD
+ * (one CAS decides) drops its one reference, so each is dropped once.
+ * Only the end of a lock the lane kept (wlk__lane_settle(), _put_last())
+ * may drop the manager's last reference, as the last thing its call
+ * does; every other put (wlk__lane_put()) is made by a call that holds a
+ * reference of its own (wlk__lock_count() first).
  */
+#include <sched.h>
 #include <string.h>
 
 #include "shm.h"
+
+/* Pauses wlk__lane_seal() makes for a put under way before it yields. */
+#define SEAL_SPINS 1024u
 
 /*
  * The name this thread found last, per thread: taking the same name again
@@ -70,8 +90,10 @@ static void memo_keep(struct wlk__bucket *b, const struct wlk__shm_lock *l,
  */
 void wlk__lane_unclaim(struct wlk__shm_lock *l)
 {
-	wlk__fast_unclaim_slot(wlk__shm_lm(l)->b, &l->claim);
-	wlk__lane_put(&wlk__shm_lm(l)->lanes[l->lane], l->slot, l->gen, true);
+	struct wlk__shm_manager *m = wlk__shm_lm(l);
+
+	wlk__fast_unclaim_slot(m->b, &l->claim);
+	wlk__lane_put(m, &m->lanes[l->lane], l->slot, l->gen, true);
 }
 
 /* Find @l's name without the mutex: the memo, or a lookup. */
@@ -120,7 +142,11 @@ enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
 	l->gen = lane->gen;
 	rc = wlk__fast_acquire(b, &l->claim, may_wait, &l->pub.token);
 	if (caa_unlikely(rc == WLK__FAST_SLOW || rc == WLK__FAST_LOST)) {
-		wlk__lane_put(lane, l->slot, l->gen, rc == WLK__FAST_SLOW);
+		/* The mutex path comes next, counted; counted first, as the
+		 * put may drop the lane's pin (PINS). */
+		if (!l->pub.counted)
+			wlk__lock_count(&l->pub);
+		wlk__lane_put(m, lane, l->slot, l->gen, rc == WLK__FAST_SLOW);
 		/* A remembered entry that went (evicted, reused) is no sign
 		 * of contention: forget it, and look the name up next time. */
 		if (memo_hit &&
@@ -168,13 +194,51 @@ void wlk__lane_fill(struct wlk__shm_manager *m)
 		     ? WLK_NIL
 		     : wlk__req_alloc(b);
 	if (ri == WLK_NIL) {
-		wlk__lane_put(lane, lane->slot, lane->gen, false);
+		wlk__lane_put(m, lane, lane->slot, lane->gen, false);
 		return;
 	}
 	wlk__req_init(b, ri, m->client, m->client_gen, WLK_EXCLUSIVE, 0);
 	r = wlk__req(b, ri);
 	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
 					   WLK_SLOT_RESERVED));
-	wlk__lane_put(lane, ri, WLK_WORD_GEN(r->word), true);
+	wlk__lane_put(m, lane, ri, WLK_WORD_GEN(r->word), true);
 }
 
+
+/*
+ * wlk__lane_seal() - struct wlk__engine's seal for @m (PINS above): each
+ * lane not BUSY dies, and the reference close added for it is dropped;
+ * a BUSY lane's is dropped by its put. Never the last reference: close
+ * holds the user's.
+ */
+void wlk__lane_seal(struct wlk__shm_manager *m)
+{
+	unsigned long spare = 0;
+
+	for (unsigned int i = 0; i < WLK_LANES; i++) {
+		uint32_t *state = &m->lanes[i].state;
+
+		for (unsigned int spins = 0;; spins++) {
+			uint32_t s = uatomic_read(state);
+
+			/* BUSY: its put drops it; DEAD: a put did. */
+			if (s == WLK_LANE_BUSY || s == WLK_LANE_DEAD)
+				break;
+			if (s == WLK_LANE_LETGO) {
+				/* A put between its mark and its store: a
+				 * few instructions, or a wait for the mutex. */
+				if (spins < SEAL_SPINS && wlk__spin_ok())
+					caa_cpu_relax();
+				else
+					sched_yield();
+				continue;
+			}
+			if (uatomic_cmpxchg(state, s, WLK_LANE_DEAD) == s) {
+				spare++;
+				break;
+			}
+		}
+	}
+	if (spare)
+		uatomic_sub(&m->pub.refs, spare);
+}

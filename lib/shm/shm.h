@@ -16,10 +16,18 @@
 /*
  * A request slot a manager keeps in reserve for the fast path (lane.c):
  * EMPTY (no slot), READY (slot RESERVED, free to take), BUSY (taken by one
- * thread). @state changes only through lane.c's functions, and a BUSY lane
- * only by the thread that made it BUSY.
+ * thread), LETGO (being put back by it), DEAD (its manager closed).
+ * @state changes only through lane.c's functions, and a BUSY or LETGO
+ * lane only by the thread that made it BUSY. A BUSY lane keeps its manager
+ * (engine.h, PINS; lane.c says how).
  */
-enum { WLK_LANE_EMPTY = 0, WLK_LANE_READY = 1, WLK_LANE_BUSY = 2 };
+enum {
+	WLK_LANE_EMPTY = 0,
+	WLK_LANE_READY = 1,
+	WLK_LANE_BUSY = 2,
+	WLK_LANE_LETGO = 3,
+	WLK_LANE_DEAD = 4,
+};
 struct wlk__lane {
 	uint32_t state; /* [A] */
 	uint32_t slot;
@@ -111,6 +119,7 @@ static inline void wlk__shm_lock_init(struct wlk__shm_lock *l)
 
 /* lane.c: the one owner of lane state, and the fast path through it. */
 void wlk__lane_fill(struct wlk__shm_manager *m) WLK_INTERNAL;
+void wlk__lane_seal(struct wlk__shm_manager *m) WLK_INTERNAL;
 void wlk__lane_unclaim(struct wlk__shm_lock *l) WLK_INTERNAL;
 enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
 				 struct wlk__shm_lock *l,
@@ -141,16 +150,71 @@ static inline struct wlk__lane *wlk__lane_take(struct wlk__shm_manager *m)
 }
 
 /*
- * wlk__lane_put() - the BUSY @lane is done with: READY with slot @slot in
- * gen @gen, if @ready (the slot is RESERVED for this client in that gen),
- * else EMPTY (the slot went: closed, stolen, reclaimed).
+ * The BUSY @lane of @m, marked LETGO and followed by a full barrier since,
+ * is done with: READY with slot @slot in gen @gen, if @ready (the slot is
+ * RESERVED for this client in that gen), else EMPTY (the slot went:
+ * closed, stolen, reclaimed). Return: whether @m is CLOSED and the lane
+ * died here: its putter drops the reference close counted for it (lane.c,
+ * PINS).
  */
-static inline void wlk__lane_put(struct wlk__lane *lane, uint32_t slot,
-				 uint32_t gen, bool ready)
+static inline bool wlk__lane_store(struct wlk__shm_manager *m,
+				   struct wlk__lane *lane, uint32_t slot,
+				   uint32_t gen, bool ready)
 {
+	uint32_t to = ready ? WLK_LANE_READY : WLK_LANE_EMPTY;
+
 	lane->slot = slot;
 	lane->gen = gen;
-	uatomic_set(&lane->state, ready ? WLK_LANE_READY : WLK_LANE_EMPTY);
+	cmm_smp_wmb(); /* slot and gen before the state that offers them */
+	uatomic_set(&lane->state, to);
+	return caa_unlikely(uatomic_read(&m->pub.closed) == WLK__CLOSED) &&
+	       uatomic_cmpxchg(&lane->state, to, WLK_LANE_DEAD) == to;
+}
+
+/* wlk__lane_letgo() - mark @m's BUSY @lane LETGO: a full barrier must
+ * follow before the store (lane.c, PINS). */
+static inline void wlk__lane_letgo(struct wlk__lane *lane)
+{
+	uatomic_set(&lane->state, WLK_LANE_LETGO);
+}
+
+/*
+ * wlk__lane_settle() - the end of a lock @m keeps for it (PINS): its lane
+ * marked and a full barrier made, the lane's store. The reference close
+ * counted for the lane may be @m's last: the caller touches @m no more.
+ */
+static inline void wlk__lane_settle(struct wlk__shm_manager *m,
+				    struct wlk__lane *lane, uint32_t slot,
+				    uint32_t gen, bool ready)
+{
+	if (wlk__lane_store(m, lane, slot, gen, ready))
+		wlk__manager_unref(&m->pub);
+}
+
+/* wlk__lane_put_last() - wlk__lane_settle(), with the mark and the
+ * barrier. */
+static inline void wlk__lane_put_last(struct wlk__shm_manager *m,
+				      struct wlk__lane *lane, uint32_t slot,
+				      uint32_t gen, bool ready)
+{
+	wlk__lane_letgo(lane);
+	cmm_smp_mb();
+	wlk__lane_settle(m, lane, slot, gen, ready);
+}
+
+/*
+ * wlk__lane_put() - give @m's BUSY @lane back (wlk__lane_store()), by a
+ * caller that holds a reference of its own to @m: the lane's is never the
+ * last, and @m stays.
+ */
+static inline void wlk__lane_put(struct wlk__shm_manager *m,
+				 struct wlk__lane *lane, uint32_t slot,
+				 uint32_t gen, bool ready)
+{
+	wlk__lane_letgo(lane);
+	cmm_smp_mb();
+	if (wlk__lane_store(m, lane, slot, gen, ready))
+		uatomic_dec(&m->pub.refs);
 }
 
 /*
