@@ -252,7 +252,7 @@ static void limit(const struct summary *w, const struct summary *mu,
 	emit_limit(key, "%.0f ns per pair = %.1fx the robust mutex pair "
 		   "(%.1f ns), the target allows %.0f ns. The pair takes "
 		   "no mutex (the fast path: CASes on the name's fast word "
-		   "and the reserved request slot), but makes 6 locked "
+		   "and the reserved request slot), but makes 4 locked "
 		   "instructions where the mutex pair makes 2 (%.0f ns "
 		   "would be 2 mutex pairs). Variants timed in the same "
 		   "passes, with "

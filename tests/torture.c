@@ -10,7 +10,11 @@
  * shared arena that they hold it, then check that no other live worker
  * holds that name exclusively, or at all when they hold it exclusively.
  * PERCENT of the requests (default 20) are scopes of two or three names
- * (weblocks.h, SCOPES), held and checked on every name at once.
+ * (weblocks.h, SCOPES), held and checked on every name at once. Each
+ * grant's fencing token is checked too: an exclusive one above every
+ * token recorded for its name so far, a shared one above the last
+ * exclusive one (tokens rise with every grant of a name, in grant order;
+ * a recorded one was granted before, as its holder held the name).
  * The parent SIGKILLs a random worker every 0-2 ms (0-GAP_MS) and starts a
  * new one,
  * until KILLS kills or SECONDS seconds. Then the workers are stopped and
@@ -23,6 +27,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +66,10 @@ struct slot {
 
 struct arena {
 	struct slot slot[MAX_PROCS];
+	/* Per name: the largest token recorded inside a critical section,
+	 * and the last exclusive one. */
+	_Atomic uint64_t top[MAX_NAMES];
+	_Atomic uint64_t top_excl[MAX_NAMES];
 	atomic_long grants;
 	atomic_long violations;
 	atomic_long timeouts;
@@ -104,6 +113,28 @@ static void check(int me, int mask, int mode)
 	}
 }
 
+/* Inside the critical section, before the exclusion checks: the token
+ * of @name's grant against the ones recorded before it (top of file). */
+static void check_token(int me, int name, int mode, uint64_t t)
+{
+	uint64_t top;
+
+	if (mode == EXCL) {
+		if (t <= atomic_load(&ar->top[name]))
+			violation(me, 1 << name,
+				  "exclusive token not above every earlier one");
+		atomic_store(&ar->top[name], t);
+		atomic_store(&ar->top_excl[name], t);
+		return;
+	}
+	if (t <= atomic_load(&ar->top_excl[name]))
+		violation(me, 1 << name,
+			  "shared token not above the last exclusive one");
+	top = atomic_load(&ar->top[name]);
+	while (t > top && !atomic_compare_exchange_weak(&ar->top[name], &top, t))
+		;
+}
+
 static int critical(struct wlk_lock *lock, void *arg)
 {
 	int me = (int)(intptr_t)arg, mask = 0, mode;
@@ -112,9 +143,13 @@ static int critical(struct wlk_lock *lock, void *arg)
 		atomic_fetch_add(&ar->misses, 1);
 		return 0;
 	}
-	for (size_t i = 0; i < wlk_lock_scope_count(lock); i++)
-		mask |= 1 << (wlk_lock_scope_name(lock, i, NULL)[0] - 'a');
 	mode = wlk_lock_mode(lock) == WLK_SHARED ? SHARED : EXCL;
+	for (size_t i = 0; i < wlk_lock_scope_count(lock); i++) {
+		int name = wlk_lock_scope_name(lock, i, NULL)[0] - 'a';
+
+		mask |= 1 << name;
+		check_token(me, name, mode, wlk_lock_scope_token(lock, i));
+	}
 
 	atomic_store(&ar->slot[me].held, HOLD(mask, mode));
 	check(me, mask, mode);

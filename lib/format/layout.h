@@ -63,7 +63,7 @@
 /* Bump on any change to the format this file describes (a new bit, field,
  * size or meaning; not a new way of writing the same one, which the
  * asserts pin); it is part of the segment name too. */
-#define WLK_LAYOUT_VERSION 8u
+#define WLK_LAYOUT_VERSION 9u
 #define WLK_SEG_MAGIC "WEBLOCKS"
 #define WLK_SEG_MAGIC_LEN 8
 #define WLK_CACHELINE 64u
@@ -110,6 +110,18 @@ enum wlk_slot_state {
  * holder a request slot it keeps in reserve (RESERVED, client set under the
  * mutex) and has claimed (CAS to FAST, then name/mode filled); SHARED is
  * the holder's mode. The holder releases by CASing the holder back to 0.
+ *
+ * TOKENS ON THE FAST PATH. The fast word and the name's token are one
+ * aligned 16-byte word: the acquiring CAS and a handoff's CAS are 16-byte
+ * CASes that put the holder in and count the token up in one step (the
+ * lock's token is the name's token after it), and the release's CAS, on
+ * the fast word alone, leaves the token as it is. While ON, nothing else
+ * changes the token: the mutex side counts it only with ON clear (after
+ * an inflation, or before a grant through the fast word, which stores ON
+ * last). So the holder the fast word names has the name's token as its
+ * own, for as long as ON stays set, and an inflation that adopts it reads
+ * it there. The holder stores it in its slot; an inflation that finds
+ * the slot's token still 0 stores the same value.
  *
  * One request may wait behind the holder without the mutex (a fast
  * waiter): it claims the name's waiter word (CAS 0 to its slot + 1, gen
@@ -423,8 +435,9 @@ struct wlk_seg_name {
 	uint32_t len;       /* [M] <= max_name_len */
 	uint64_t hash;      /* [M] SipHash of the bytes, keyed by seg_key */
 	uint64_t fast;      /* [A] FAST PATH word */
+	uint64_t token;     /* [A] last fencing token given for this name;
+			     * with @fast, one 16-byte word (FAST PATH) */
 	uint64_t waiter;    /* [A] FAST PATH: the fast waiter's claim, or 0 */
-	uint64_t token;     /* [A] last fencing token given for this name */
 	uint32_t chain;     /* [D][A] next in hash chain, or in the free list */
 	uint8_t pad0[20];
 	uint32_t q_head;    /* [D] pending queue, in request order */
@@ -466,7 +479,7 @@ struct wlk_seg_request {
 			      * serial numbers (WLK_SEQ_AFTER) */
 	uint32_t scope;      /* [M] next member of its scope (SCOPES), or
 			      * WLK_NIL */
-	uint64_t token;      /* [A] fencing token once granted (wlk__token_give) */
+	uint64_t token;      /* [A] fencing token once granted */
 	uint64_t enq_ns;     /* [M] CLOCK_MONOTONIC at request (diagnostics) */
 	uint64_t grant_ns;   /* [M] CLOCK_MONOTONIC at grant (diagnostics) */
 };
@@ -493,9 +506,12 @@ _Static_assert(offsetof(struct wlk_seg_header, freeze) == 2048 &&
 _Static_assert(sizeof(struct wlk_seg_agent) == 128, "agent slot size");
 _Static_assert(sizeof(struct wlk_seg_client) == 192, "client slot size");
 _Static_assert(sizeof(struct wlk_seg_name) == 128, "name entry header size");
-_Static_assert(offsetof(struct wlk_seg_name, fast) % 8 == 0 &&
+_Static_assert(offsetof(struct wlk_seg_name, fast) % 16 == 0 &&
+		       offsetof(struct wlk_seg_name, token) ==
+			       offsetof(struct wlk_seg_name, fast) + 8 &&
 		       offsetof(struct wlk_seg_name, q_head) == WLK_CACHELINE,
-	       "the fast path's fields on the first line, aligned");
+	       "the fast path's fields on the first line; the fast word and "
+	       "the token one aligned 16-byte word");
 _Static_assert(sizeof(struct wlk_seg_request) == 64, "request slot size");
 /* Whether request order @a is after @b: serial-number arithmetic, since a
  * name's order wraps after 2^32 requests; a queue holds far fewer. */

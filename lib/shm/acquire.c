@@ -32,6 +32,28 @@ static __attribute__((noinline, cold)) void freeze_wait(struct wlk__bucket *b)
 	wlk__unlock(b, &wake);
 }
 
+/*
+ * A fast waiter handed its name and then adopted by an inflation before
+ * it read its token (WLK__FAST_ADOPTED): the inflation stores the token in
+ * the slot, under the mutex, which is taken here once for it (a dead
+ * inflater's work is finished by the repair the lock makes). Out of line
+ * and cold, as freeze_wait(). Return: 0, or the lock's error.
+ */
+static __attribute__((noinline, cold)) int
+adopted_token(struct wlk__shm_manager *m, struct wlk__shm_lock *l)
+{
+	struct wlk__wake wake;
+	int rc = wlk__lock(m->b, &wake);
+
+	if (rc)
+		return rc;
+	l->pub.token = uatomic_read(&wlk__req(m->b, l->slot)->token);
+	if (uatomic_read(&m->b->hdr->freeze)) /* as in freeze_wait() */
+		uatomic_set(&m->b->hdr->freeze, 0);
+	wlk__unlock(m->b, &wake);
+	return 0;
+}
+
 /* A fast lock released after its manager closed: its slot goes. */
 static void discard(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 {
@@ -187,9 +209,11 @@ static int fast(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 	*step = WLK__STEP_HELD;
 	if (f == WLK__FAST_FROZEN)
 		freeze_wait(m->b);
-	why = uatomic_read(&m->pub.closed) ? WLK_ESTATE
-	      : o->signal		? uatomic_read(&o->signal->reason)
-					: 0;
+	why = f == WLK__FAST_ADOPTED ? adopted_token(m, l) : 0;
+	if (!why && uatomic_read(&m->pub.closed))
+		why = WLK_ESTATE;
+	if (!why && o->signal)
+		why = uatomic_read(&o->signal->reason);
 	if (!why)
 		return 0;
 	release_handle(l);

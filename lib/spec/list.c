@@ -208,17 +208,17 @@ int wlk__grant_one(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
  * wlk__adopt_slot() - the slot's side of adopting fast holder or fast
  * waiter @r of @n as an ordinary request in @state (HELD or PENDING), for
  * an inflation and a recovery alike; the caller links it. Its place in the
- * name's order; a holder's grant stands, and so does its token, which it
- * is given here if it has none yet (state/fastword.c: the fast path's
- * thread may not have got that far, and a waiter handed the lock may never
- * look at the fast word again); a waiter keeps LANE: it waits in a lane's
- * slot, and may be granted through the fast word again.
+ * name's order; a holder's grant stands, and so does its token, stored
+ * here if its thread has not stored it yet: the name's token, which the
+ * holder's CAS counted up (layout.h, TOKENS ON THE FAST PATH); a waiter
+ * keeps LANE: it waits in a lane's slot, and may be granted through the
+ * fast word again.
  */
 void wlk__adopt_slot(struct wlk_seg_name *n, struct wlk_seg_request *r,
 		     uint32_t state)
 {
 	if (state == WLK_SLOT_HELD)
-		wlk__token_give(n, r);
+		wlk__token_adopt(n, r);
 	r->seq = (uint32_t)++n->seq;
 	r->sleeping = 0;
 	r->flags = state == WLK_SLOT_HELD ? 0 : WLK_REQF_LANE;

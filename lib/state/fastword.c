@@ -125,21 +125,28 @@ static enum wlk__fast take(struct wlk__bucket *b,
 {
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
 	uint64_t on = on_free(c->ngen), me = wlk__fast_who(c->slot, c->gen, c->mode);
+	/* The token is read apart from the word: the CAS checks both. */
+	struct wlk__pair seen = {f, uatomic_read(&n->token)};
 
 	/* The word may change between our look and our CAS (the holder let
 	 * go just then, a holder came): look again, a few times. */
 	for (int tries = 0; tries < WLK_FAST_TRIES; tries++) {
-		if (f == on) {
-			f = uatomic_cmpxchg(&n->fast, on, on | me);
-			if (f == on) {
-				*token = wlk__token_give(n,
-						wlk__req(b, c->slot));
+		if (seen.lo == on) {
+			uint64_t t = seen.hi + 1;
+
+			/* Held, and the name's next token ours, in one step
+			 * (layout.h, TOKENS ON THE FAST PATH). */
+			if (wlk__cas2(&n->fast, &seen,
+				      (struct wlk__pair){on | me, t})) {
+				uatomic_set(&wlk__req(b, c->slot)->token, t);
+				*token = t;
 				return done(b);
 			}
-		} else if (may_wait && waitable(f, on, c->mode)) {
-			if (enlist(n, f, WLK_CLAIM(me, c->gen)))
+		} else if (may_wait && waitable(seen.lo, on, c->mode)) {
+			if (enlist(n, seen.lo, WLK_CLAIM(me, c->gen)))
 				return WLK__FAST_WAITING;
-			f = wlk__fast_load(&n->fast);
+			seen.lo = wlk__fast_load(&n->fast);
+			seen.hi = uatomic_read(&n->token);
 		} else {
 			break;
 		}
@@ -202,7 +209,9 @@ static bool handed_or_gone(void *arg)
  * at most WLK_SPIN_NS (wlk__spin()). Nobody queues behind a fast waiter
  * (a name has one, and other requests inflate it), so only the handoff or
  * the inflation ends the spin early. Return: WLK__FAST_OK or _FROZEN:
- * held, *@token set; _SLOW: the name was inflated, or the holder keeps it
+ * held, *@token set; _ADOPTED: held, but inflated since the handoff, so
+ * the token is the slot's once the mutex is free (the inflation stores
+ * it there); _SLOW: the name was inflated, or the holder keeps it
  * too long: settle under the mutex (the waiter is then in the queue, or
  * was granted, or was never adopted).
  */
@@ -213,16 +222,31 @@ enum wlk__fast wlk__fast_await(struct wlk__bucket *b,
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
 	struct handoff h = {n, on_free(c->ngen), 0, false};
 	struct wlk_seg_request *r = wlk__req(b, c->slot);
+	uint64_t t, f;
 
 	h.mine = h.on | wlk__fast_who(c->slot, c->gen, c->mode);
+
 	if (!wlk__spin(handed_or_gone, NULL, &h, WLK_SPIN_NS) || !h.handed)
 		return WLK__FAST_SLOW;
 	cmm_smp_rmb();
 	r->grant_ns = wlk__stamp_ns();
-	*token = wlk__token_give(n, r);
+	/*
+	 * The handoff's CAS counted the name's token up for us (layout.h,
+	 * TOKENS ON THE FAST PATH). It stays ours while the word names us
+	 * with ON: if it still does after the token was read, that is our
+	 * token. If not, an inflation adopted us, and gives the token under
+	 * the mutex (the word never names our claim with ON again before we
+	 * release).
+	 */
+	t = uatomic_read(&n->token);
+	cmm_smp_rmb();
+	f = uatomic_read(&n->fast);
+	if ((f & ~WLK_FAST_WAIT) != h.mine)
+		return WLK__FAST_ADOPTED;
+	f = uatomic_cmpxchg(&r->token, 0, t); /* an inflation may be first */
+	*token = f ? f : t;
 	/* The handoff was the holder's CAS: order our look at it before the
-	 * freeze word. */
-	cmm_smp_mb();
+	 * freeze word (the CAS above is a full barrier). */
 	return done(b);
 }
 
@@ -253,8 +277,13 @@ enum wlk__fast wlk__fast_let_go(struct wlk__bucket *b,
 		uint64_t w = uatomic_read(&n->waiter);
 		uint64_t next = on | (w & WLK_FAST_WHO_MASK);
 
+		/* The waiter holds with the name's next token (layout.h,
+		 * TOKENS ON THE FAST PATH); ours leaves it as it is. */
+		struct wlk__pair p = {f, uatomic_read(&n->token)};
+
 		if (!WLK_FAST_HOLDER1(w) || (w & ~WLK_CLAIM_MASK) ||
-		    uatomic_cmpxchg(&n->fast, f, next) != f)
+		    !wlk__cas2(&n->fast, &p,
+			       (struct wlk__pair){next, p.hi + 1}))
 			return WLK__FAST_SLOW;
 		WLK_FAILPOINT(fast_handoff_mid);
 		/* The waiter holds now; clear its claim for the next one

@@ -10,6 +10,7 @@
 #define WLK_STATE_H
 
 #include "sys.h"
+#include "cas2.h"
 
 /* Waiters to wake once the segment mutex is released. */
 struct wlk__wake {
@@ -31,20 +32,17 @@ struct wlk__wake {
 };
 
 /*
- * wlk__token_give() - give the lock in request @r of name @n its fencing
- * token, unless it has one: the fast path's thread and an inflation under
- * the mutex may both try, and the first one wins.
- * Return: the token.
+ * wlk__token_adopt() - under the mutex, @n's fast word ON clear: the
+ * fencing token of @r, the holder that word named: its own if its thread
+ * stored it, else the name's, stored for it (layout.h, TOKENS ON THE FAST
+ * PATH: both are the same value). Return: the token.
  */
-static inline uint64_t wlk__token_give(struct wlk_seg_name *n,
-				       struct wlk_seg_request *r)
+static inline uint64_t wlk__token_adopt(struct wlk_seg_name *n,
+					struct wlk_seg_request *r)
 {
-	uint64_t t = uatomic_read(&r->token), seen;
+	uint64_t t = uatomic_read(&n->token);
+	uint64_t seen = uatomic_cmpxchg(&r->token, 0, t);
 
-	if (t)
-		return t;
-	t = uatomic_add_return(&n->token, 1);
-	seen = uatomic_cmpxchg(&r->token, 0, t);
 	return seen ? seen : t;
 }
 
@@ -122,6 +120,8 @@ enum wlk__fast {
 	WLK__FAST_WAITING, /* the name's fast waiter now: wlk__fast_await() */
 	WLK__FAST_SLOW,   /* not possible now: take the mutex */
 	WLK__FAST_LOST,   /* as SLOW, and the lane's slot went */
+	WLK__FAST_ADOPTED, /* handed over, then inflated: held, its token is
+			    * the inflation's to give (under the mutex) */
 };
 
 /* A request slot claimed for name entry @ni by the fast path. */
