@@ -252,6 +252,17 @@
  *  - A lock stolen by another process is seen stolen by its holder when
  *    the holder's watch brings the deletion, usually within milliseconds,
  *    not when the steal returns (in the stealer's own process, at once).
+ *  - A release sent twice: when a member applies a release's delete but
+ *    its reply is lost (the member dies, the connection breaks), the
+ *    release tries the next member, whose delete finds nothing. It then
+ *    reads etcd's history, three more round trips: the revision the key
+ *    was deleted at (a watch from its creation), whether an entry of the
+ *    name was created at that revision (a steal deletes and puts in one
+ *    transaction), and whether its lease is alive (the lease's end deletes
+ *    too). Deleted by itself: 0. Stolen, lost with the lease, or history
+ *    it cannot read (compacted, no answer): %WLK_ESTOLEN. So a release may
+ *    report a lock stolen that it did let go (with its lease lost, or its
+ *    history compacted, while the reply was lost), never the reverse.
  *  - Errors of the cluster: no member answering within
  *    WEBLOCKS_ETCD_TIMEOUT_MS is -EHOSTUNREACH (each member is tried in
  *    turn, at most 2 s each); a reply that is not etcd's, -EPROTO; one over

@@ -256,6 +256,10 @@ int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 		     int64_t *deleted) WLK_INTERNAL;
 
+/* deleter.c */
+bool wlk__etcd_deleted_by_us(struct wlk__etcd_manager *m,
+			     struct wlk__etcd_lock *l) WLK_INTERNAL;
+
 /* atonce.c */
 int wlk__etcd_if_available(struct wlk__etcd_req *r, bool *held) WLK_INTERNAL;
 int wlk__etcd_steal(struct wlk__etcd_req *r, bool *held) WLK_INTERNAL;
