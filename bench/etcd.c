@@ -16,9 +16,17 @@
  *     RUNS / 4 times.
  *  3. failover: the holder's process SIGKILLed while another waits; the
  *     time until the waiter is granted, against the lease's TTL
- *     (WEBLOCKS_ETCD_TTL), KILLS times.
+ *     (WEBLOCKS_ETCD_TTL), KILLS times, the kills spread over the
+ *     holder's keepalive period (TTL/3). Each is split into its parts: the
+ *     lease's TTL left at the kill (TTL less the time since the holder's
+ *     last keepalive, which its agent sends every TTL/3 from the open);
+ *     etcd's lateness, from that expiry to the deletion of the holder's
+ *     keys as a watch of the bench's own sees it (etcd's lessor looks for
+ *     expired leases every 500 ms, then revokes them through raft); and
+ *     the waiter's reaction, from that deletion to its grant.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,7 +187,46 @@ static void engine(struct wlk_manager *m, int runs, uint64_t *ns)
 
 struct shared {
 	volatile uint64_t released_ns, granted_ns;
+	volatile uint64_t opened_ns; /* the holder's manager open returned */
 };
+
+/* The bench's own watch of every deletion under the engine's keys
+ * ("wlk1/", base64; its range end "wlk10"), on a thread: when the first
+ * deletion after arming arrived. */
+#define WATCH_BODY "{\"create_request\":{\"key\":\"d2xrMS8=\"," \
+		   "\"range_end\":\"d2xrMTA=\",\"filters\":[\"NOPUT\"]}}"
+static volatile uint64_t deletion_ns;
+static volatile int deletion_armed;
+
+static size_t on_watch(char *p, size_t size, size_t nmemb, void *arg)
+{
+	size_t n = size * nmemb;
+
+	(void)arg;
+	if (__atomic_load_n(&deletion_armed, __ATOMIC_ACQUIRE) &&
+	    memmem(p, n, "\"events\"", 8)) {
+		__atomic_store_n(&deletion_ns, now_ns(), __ATOMIC_RELEASE);
+		__atomic_store_n(&deletion_armed, 0, __ATOMIC_RELEASE);
+	}
+	return n;
+}
+
+static void *watcher(void *arg)
+{
+	CURL *h = curl_easy_init();
+	char url[512];
+
+	snprintf(url, sizeof(url), "%s/v3/watch", (const char *)arg);
+	if (!h)
+		return NULL;
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, WATCH_BODY);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch);
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	(void)curl_easy_perform(h); /* until the bench exits */
+	curl_easy_cleanup(h);
+	return NULL;
+}
 
 static const char *origin = "https://bench.etcd.example";
 
@@ -200,8 +247,10 @@ static void waiter(struct shared *sh, int ready)
 	_exit(0);
 }
 
-/* One handoff (@kill: the holder is a child that is SIGKILLed). */
-static uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it)
+/* One handoff (@kill_it: the holder is a child that is SIGKILLed, at
+ * least @extra_ms after the waiter is queued). */
+static uint64_t handoff(struct wlk_manager *m, struct shared *sh,
+			bool kill_it, unsigned int extra_ms)
 {
 	int p[2], st;
 	pid_t holder = 0, w;
@@ -216,8 +265,10 @@ static uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it)
 			struct wlk_manager *hm;
 			struct wlk_lock *hl;
 
-			if (wlk_manager_open(origin, NULL, &hm) ||
-			    wlk_acquire(hm, "hand", 4, NULL, &hl))
+			if (wlk_manager_open(origin, NULL, &hm))
+				_exit(1);
+			sh->opened_ns = now_ns();
+			if (wlk_acquire(hm, "hand", 4, NULL, &hl))
 				_exit(1);
 			(void)!write(p[1], "h", 1);
 			pause();
@@ -233,7 +284,8 @@ static uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it)
 		waiter(sh, p[1]);
 	if (read(p[0], &c, 1) != 1)
 		exit(1);
-	nap_ms(SETTLE_MS); /* queued and watching */
+	nap_ms(SETTLE_MS + extra_ms); /* queued and watching */
+	__atomic_store_n(&deletion_armed, kill_it, __ATOMIC_RELEASE);
 	sh->released_ns = now_ns();
 	if (kill_it) {
 		kill(holder, SIGKILL);
@@ -249,6 +301,105 @@ static uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it)
 	return sh->granted_ns - sh->released_ns;
 }
 
+/* etcd's own expiry, without the engine: a lease of @ttl_s granted with a
+ * key on it and never renewed, @n times at phases spread over 500 ms; how
+ * late after grant + TTL the bench's watch sees the key deleted. */
+static void bare_expiry(const char *base, int ttl_s, int n)
+{
+	CURL *h = curl_easy_init();
+	double sum = 0, lo = 1e9, hi = 0;
+	struct reply r;
+	char lease[32], body[256];
+	int seen = 0;
+
+	for (int i = 0; h && i < n; i++) {
+		uint64_t t_g, del = 0;
+
+		nap_ms((unsigned int)(500 / n * i % 500));
+		__atomic_store_n(&deletion_ns, 0, __ATOMIC_RELEASE);
+		snprintf(body, sizeof(body), "{\"TTL\":\"%d\"}", ttl_s);
+		if (post(h, base, "/v3/lease/grant", body, &r) ||
+		    field(r.buf, "ID", lease, sizeof(lease)))
+			break;
+		t_g = now_ns(); /* the lease's expiry is at most TTL after */
+		/* key "wlk1/bench-expiry" */
+		snprintf(body, sizeof(body), "{\"key\":\"d2xrMS9iZW5jaC1leHBpcnk=\","
+			 "\"value\":\"\",\"lease\":\"%s\"}", lease);
+		__atomic_store_n(&deletion_armed, 1, __ATOMIC_RELEASE);
+		if (post(h, base, "/v3/kv/put", body, &r))
+			break;
+		for (int t = 0; t < (ttl_s + 3) * 100 && !del; t++) {
+			nap_ms(10);
+			del = __atomic_load_n(&deletion_ns, __ATOMIC_ACQUIRE);
+		}
+		if (del) {
+			double late = ((double)del - (double)t_g -
+				       ttl_s * 1e9) / 1e6;
+
+			sum += late;
+			lo = late < lo ? late : lo;
+			hi = late > hi ? late : hi;
+			seen++;
+		}
+	}
+	if (h)
+		curl_easy_cleanup(h);
+	if (seen)
+		printf("etcd's own lease expiry, no engine (TTL %d s): deleted "
+		       "%.1f ms after the TTL on average, min %.1f, max %.1f "
+		       "(n=%d)\n", ttl_s, sum / seen, lo, hi, seen);
+	else
+		printf("etcd's own lease expiry: not measured\n");
+}
+
+/* Failovers, the kills spread over the holder's keepalive period, each
+ * split into its parts (the header says how). */
+static void failover(struct wlk_manager *m, struct shared *sh, int kills,
+		     int ttl_s, uint64_t *ns)
+{
+	uint64_t ttl = (uint64_t)ttl_s * 1000000000u, period = ttl / 3;
+	double late_sum = 0, react_sum = 0, late_max = 0, over_max = 0;
+
+	printf("failover after SIGKILL of the holder, lease TTL %d s "
+	       "(keepalive every %.0f ms):\n", ttl_s, (double)period / 1e6);
+	printf("  %9s %9s %9s %9s %9s %9s\n", "failover", "TTL left",
+	       "late", "reaction", "over TTL", "(ms)");
+	for (int i = 0; i < kills; i++) {
+		unsigned int extra = (unsigned int)(period / 1000000u) *
+				     (unsigned int)i / (unsigned int)kills;
+		uint64_t f, since_ka, left, del;
+		double late, react;
+
+		__atomic_store_n(&deletion_ns, 0, __ATOMIC_RELEASE);
+		f = handoff(m, sh, true, extra);
+		ns[i] = f;
+		/* The holder's keepalives: every period from its open. */
+		since_ka = (sh->released_ns - sh->opened_ns) % period;
+		left = ttl - since_ka;
+		del = __atomic_load_n(&deletion_ns, __ATOMIC_ACQUIRE);
+		if (!del) {
+			printf("  %9.1f (the bench's watch saw no deletion)\n",
+			       (double)f / 1e6);
+			continue;
+		}
+		late = ((double)(del - sh->released_ns) - (double)left) / 1e6;
+		react = ((double)sh->granted_ns - (double)del) / 1e6;
+		late_sum += late;
+		react_sum += react;
+		late_max = late > late_max ? late : late_max;
+		if ((double)f - (double)ttl > over_max)
+			over_max = (double)f - (double)ttl;
+		printf("  %9.1f %9.1f %9.1f %9.1f %9.1f\n", (double)f / 1e6,
+		       (double)left / 1e6, late, react,
+		       ((double)f - (double)ttl) / 1e6);
+	}
+	report("failover after SIGKILL of the holder", ns, kills);
+	printf("  etcd's lateness after the expiry: mean %.1f ms, max %.1f "
+	       "ms; the waiter's reaction: mean %.1f ms; worst failover "
+	       "over the TTL: %.1f ms\n", late_sum / kills, late_max,
+	       react_sum / kills, over_max / 1e6);
+}
+
 int main(int argc, char **argv)
 {
 	int runs = DEFAULT_RUNS, kills = DEFAULT_KILLS, opt;
@@ -257,6 +408,7 @@ int main(int argc, char **argv)
 	struct wlk_manager *m;
 	struct shared *sh;
 	uint64_t *ns;
+	pthread_t wt;
 	int rc;
 
 	while ((opt = getopt(argc, argv, "n:k:")) != -1) {
@@ -284,6 +436,8 @@ int main(int argc, char **argv)
 	rc = wlk_manager_open(origin, NULL, &m);
 	if (rc)
 		die("open", rc);
+	if (kills && pthread_create(&wt, NULL, watcher, base))
+		return 1;
 
 	engine(m, runs / 10, ns); /* warm the connections */
 	engine(m, runs, ns);
@@ -293,13 +447,11 @@ int main(int argc, char **argv)
 	report("etcd lock service: lock+unlock", ns, runs);
 
 	for (int i = 0; i < runs / 4; i++)
-		ns[i] = handoff(m, sh, false);
+		ns[i] = handoff(m, sh, false, 0);
 	report("handoff to a waiter in another process", ns, runs / 4);
-	for (int i = 0; i < kills; i++)
-		ns[i] = handoff(m, sh, true);
 	if (kills) {
-		report("failover after SIGKILL of the holder", ns, kills);
-		printf("  (lease TTL %s s)\n", ttl ? ttl : "10 (default)");
+		failover(m, sh, kills, ttl ? atoi(ttl) : 10, ns);
+		bare_expiry(base, ttl ? atoi(ttl) : 10, kills);
 	}
 	wlk_manager_close(m);
 	return 0;

@@ -176,7 +176,16 @@ static void *agent_main(void *arg)
 				restarted = true;
 			}
 		}
-		curl_multi_poll(multi, NULL, 0, POLL_MS, NULL);
+		/* Woken for the next keepalive on time: the lease's TTL
+		 * left is then never below 2/3 of it while the process
+		 * lives, and a dead process's lease ends within its TTL of
+		 * the last keepalive, which was at most TTL/3 before. */
+		now = wlk__now_ns();
+		curl_multi_poll(multi, NULL, 0,
+				next_ka <= now ? 0 :
+				next_ka - now >= POLL_MS * 1000000ull ?
+				POLL_MS : (int)((next_ka - now) / 1000000u) + 1,
+				NULL);
 	}
 	wlk__etcd_watch_end(multi, &w);
 	return NULL;
