@@ -162,12 +162,16 @@ static void proxy_stop(struct proxy *p)
 	pthread_join(p->t, NULL);
 }
 
+/* A manager through the proxy, closed by the test (before the proxy
+ * stops), not by the fixture. */
 static struct wlk_manager *open_via(struct proxy *p)
 {
 	struct wlk_manager_options o = { .size = sizeof(o),
 					 .backend = p->backend };
+	struct wlk_manager *m = NULL;
 
-	return t_open_opts(&o);
+	T_ASSERT_RC(wlk_manager_open(t_origin, &o, &m), 0);
+	return m;
 }
 
 Test(resend, a_release_resent_after_it_applied_is_not_a_steal, T_FIX,
