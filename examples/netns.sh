@@ -88,7 +88,7 @@ ns "$tag-lan"
 ip -n "$tag-lan" link add br0 type bridge
 ip -n "$tag-lan" link set br0 up
 
-cluster= backend=
+cluster='' backend=''
 for i in 1 2 3; do
 	ns "$tag-etcd$i"
 	plug "$tag-etcd$i" "$NET.$i"
@@ -153,7 +153,8 @@ primaries() {
 # wait_primaries N: until N primary lines, or PASS_ON_MS; prints the
 # elapsed ms.
 wait_primaries() {
-	local t0=$(date +%s%N) n
+	local t0 n
+	t0=$(date +%s%N)
 	while :; do
 		n=$(primaries | wc -l)
 		((n >= $1)) && break
