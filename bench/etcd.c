@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * etcd.c - the etcd engine against etcd's own lock service, on a running
- * cluster (built with the etcd engine; not part of make bench, which
- * needs no cluster).
+ * cluster (built with the etcd engine).
  *
  * usage: WEBLOCKS_BACKEND=etcd://HOST:PORT,... etcd [-n RUNS] [-k KILLS]
  *        [-o FILE]
@@ -28,11 +27,12 @@
  *     etcd's lateness, from that expiry to the deletion of the holder's
  *     keys as a watch of the bench's own sees it (etcd's lessor looks for
  *     expired leases every 500 ms, then revokes them through raft); and
- *     the waiter's reaction, from that deletion to its grant.
+ *     the waiter's reaction, from that deletion to its grant
+ *     (etcd_failover.c).
  */
 #include <inttypes.h>
-#include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,16 +41,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-#include <weblocks.h>
+#include "etcd.h"
 
 #define DEFAULT_RUNS 200
 #define DEFAULT_KILLS 3
-#define REPLY_MAX 8192
 /* Time a waiter is given to be queued before the holder lets go. */
 #define SETTLE_MS 200
 
-static uint64_t now_ns(void)
+uint64_t now_ns(void)
 {
 	struct timespec ts;
 
@@ -58,14 +56,14 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void nap_ms(unsigned int ms)
+void nap_ms(unsigned int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 
 	nanosleep(&ts, NULL);
 }
 
-static int cmp_u64(const void *a, const void *b)
+int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
@@ -76,7 +74,7 @@ static int cmp_u64(const void *a, const void *b)
 static FILE *rec;
 
 /* A figure ("fig") or an anchor ("anc") of @key: median, p99, range. */
-static void record(const char *type, const char *key, const char *label,
+void record(const char *type, const char *key, const char *label,
 		   uint64_t *ns, int n)
 {
 	if (!rec || n < 1)
@@ -89,8 +87,18 @@ static void record(const char *type, const char *key, const char *label,
 		(double)ns[0] / 1e6, (double)ns[n - 1] / 1e6);
 }
 
-/* Sorts @ns. */
-static void report(const char *what, uint64_t *ns, int n)
+void record_line(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!rec)
+		return;
+	va_start(ap, fmt);
+	vfprintf(rec, fmt, ap);
+	va_end(ap);
+}
+
+void report(const char *what, uint64_t *ns, int n)
 {
 	qsort(ns, (size_t)n, sizeof(*ns), cmp_u64);
 	printf("%-44s median %8.3f ms  p90 %8.3f ms  (n=%d)\n", what,
@@ -102,11 +110,6 @@ static void die(const char *what, int rc)
 	fprintf(stderr, "etcd bench: %s: %s\n", what, wlk_strerror(rc));
 	exit(1);
 }
-
-struct reply {
-	char buf[REPLY_MAX];
-	size_t n;
-};
 
 static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
 {
@@ -121,8 +124,8 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-static int post(CURL *h, const char *base, const char *path,
-		const char *body, struct reply *r)
+int post(CURL *h, const char *base, const char *path, const char *body,
+	 struct reply *r)
 {
 	char url[512];
 
@@ -138,7 +141,7 @@ static int post(CURL *h, const char *base, const char *path,
 }
 
 /* The value of "field":"..." in @json, copied to @out. */
-static int field(const char *json, const char *name, char *out, size_t cap)
+int field(const char *json, const char *name, char *out, size_t cap)
 {
 	char pat[64];
 	const char *p, *e;
@@ -208,49 +211,6 @@ static void engine(struct wlk_manager *m, int runs, uint64_t *ns)
 	}
 }
 
-struct shared {
-	volatile uint64_t released_ns, granted_ns;
-	volatile uint64_t opened_ns; /* the holder's manager open returned */
-};
-
-/* The bench's own watch of every deletion under the engine's keys
- * ("wlk1/", base64; its range end "wlk10"), on a thread: when the first
- * deletion after arming arrived. */
-#define WATCH_BODY "{\"create_request\":{\"key\":\"d2xrMS8=\"," \
-		   "\"range_end\":\"d2xrMTA=\",\"filters\":[\"NOPUT\"]}}"
-static volatile uint64_t deletion_ns;
-static volatile int deletion_armed;
-
-static size_t on_watch(char *p, size_t size, size_t nmemb, void *arg)
-{
-	size_t n = size * nmemb;
-
-	(void)arg;
-	if (__atomic_load_n(&deletion_armed, __ATOMIC_ACQUIRE) &&
-	    memmem(p, n, "\"events\"", 8)) {
-		__atomic_store_n(&deletion_ns, now_ns(), __ATOMIC_RELEASE);
-		__atomic_store_n(&deletion_armed, 0, __ATOMIC_RELEASE);
-	}
-	return n;
-}
-
-static void *watcher(void *arg)
-{
-	CURL *h = curl_easy_init();
-	char url[512];
-
-	snprintf(url, sizeof(url), "%s/v3/watch", (const char *)arg);
-	if (!h)
-		return NULL;
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, WATCH_BODY);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch);
-	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-	(void)curl_easy_perform(h); /* until the bench exits */
-	curl_easy_cleanup(h);
-	return NULL;
-}
-
 static const char *origin = "https://bench.etcd.example";
 
 /* A waiter in its own process: blocked until granted, then notes when. */
@@ -272,8 +232,8 @@ static void waiter(struct shared *sh, int ready)
 
 /* One handoff (@kill_it: the holder is a child that is SIGKILLed, at
  * least @extra_ms after the waiter is queued). */
-static uint64_t handoff(struct wlk_manager *m, struct shared *sh,
-			bool kill_it, unsigned int extra_ms)
+uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it,
+		 unsigned int extra_ms)
 {
 	int p[2], st;
 	pid_t holder = 0, w;
@@ -308,7 +268,7 @@ static uint64_t handoff(struct wlk_manager *m, struct shared *sh,
 	if (read(p[0], &c, 1) != 1)
 		exit(1);
 	nap_ms(SETTLE_MS + extra_ms); /* queued and watching */
-	__atomic_store_n(&deletion_armed, kill_it, __ATOMIC_RELEASE);
+	deletion_arm(kill_it);
 	sh->released_ns = now_ns();
 	if (kill_it) {
 		kill(holder, SIGKILL);
@@ -324,121 +284,6 @@ static uint64_t handoff(struct wlk_manager *m, struct shared *sh,
 	return sh->granted_ns - sh->released_ns;
 }
 
-/* etcd's own expiry, without the engine: a lease of @ttl_s granted with a
- * key on it and never renewed, @n times at phases spread over 500 ms; how
- * long after the grant the bench's watch sees the key deleted, into @ns.
- * Return: how many were seen. */
-static int bare_expiry(const char *base, int ttl_s, int n, uint64_t *ns)
-{
-	CURL *h = curl_easy_init();
-	double sum = 0, lo = 1e9, hi = 0;
-	struct reply r;
-	char lease[32], body[256];
-	int seen = 0;
-
-	for (int i = 0; h && i < n; i++) {
-		uint64_t t_g, del = 0;
-
-		nap_ms((unsigned int)(500 / n * i % 500));
-		__atomic_store_n(&deletion_ns, 0, __ATOMIC_RELEASE);
-		snprintf(body, sizeof(body), "{\"TTL\":\"%d\"}", ttl_s);
-		if (post(h, base, "/v3/lease/grant", body, &r) ||
-		    field(r.buf, "ID", lease, sizeof(lease)))
-			break;
-		t_g = now_ns(); /* the lease's expiry is at most TTL after */
-		/* key "wlk1/bench-expiry" */
-		snprintf(body, sizeof(body),
-			 "{\"key\":\"d2xrMS9iZW5jaC1leHBpcnk=\","
-			 "\"value\":\"\",\"lease\":\"%s\"}", lease);
-		__atomic_store_n(&deletion_armed, 1, __ATOMIC_RELEASE);
-		if (post(h, base, "/v3/kv/put", body, &r))
-			break;
-		for (int t = 0; t < (ttl_s + 3) * 100 && !del; t++) {
-			nap_ms(10);
-			del = __atomic_load_n(&deletion_ns, __ATOMIC_ACQUIRE);
-		}
-		if (del) {
-			double late = ((double)del - (double)t_g -
-				       ttl_s * 1e9) / 1e6;
-
-			ns[seen++] = del - t_g;
-			sum += late;
-			lo = late < lo ? late : lo;
-			hi = late > hi ? late : hi;
-		}
-	}
-	if (h)
-		curl_easy_cleanup(h);
-	if (seen)
-		printf("etcd's own lease expiry, no engine (TTL %d s): deleted "
-		       "%.1f ms after the TTL on average, min %.1f, max %.1f "
-		       "(n=%d)\n", ttl_s, sum / seen, lo, hi, seen);
-	else
-		printf("etcd's own lease expiry: not measured\n");
-	return seen;
-}
-
-/* What the failovers came to, beyond their times. */
-struct parts {
-	double late_mean, late_max; /* etcd: expiry to deletion, ms */
-	double react_mean;          /* the waiter: deletion to grant, ms */
-	double worst;               /* the longest failover, ms */
-	int n;                      /* kills whose parts were seen */
-};
-
-/* Failovers, the kills spread over the holder's keepalive period, each
- * split into its parts (the header says how); times into @ns. */
-static struct parts failover(struct wlk_manager *m, struct shared *sh,
-			     int kills, int ttl_s, uint64_t *ns)
-{
-	uint64_t ttl = (uint64_t)ttl_s * 1000000000u, period = ttl / 3;
-	struct parts p = { 0 };
-
-	printf("failover after SIGKILL of the holder, lease TTL %d s "
-	       "(keepalive every %.0f ms):\n", ttl_s, (double)period / 1e6);
-	printf("  %9s %9s %9s %9s %9s %9s\n", "failover", "TTL left",
-	       "late", "reaction", "over TTL", "(ms)");
-	for (int i = 0; i < kills; i++) {
-		unsigned int extra = (unsigned int)(period / 1000000u) *
-				     (unsigned int)i / (unsigned int)kills;
-		uint64_t f, since_ka, left, del;
-		double late, react;
-
-		__atomic_store_n(&deletion_ns, 0, __ATOMIC_RELEASE);
-		f = handoff(m, sh, true, extra);
-		ns[i] = f;
-		if ((double)f / 1e6 > p.worst)
-			p.worst = (double)f / 1e6;
-		/* The holder's keepalives: every period from its open. */
-		since_ka = (sh->released_ns - sh->opened_ns) % period;
-		left = ttl - since_ka;
-		del = __atomic_load_n(&deletion_ns, __ATOMIC_ACQUIRE);
-		if (!del) {
-			printf("  %9.1f (the bench's watch saw no deletion)\n",
-			       (double)f / 1e6);
-			continue;
-		}
-		late = ((double)(del - sh->released_ns) - (double)left) / 1e6;
-		react = ((double)sh->granted_ns - (double)del) / 1e6;
-		p.late_mean += late;
-		p.react_mean += react;
-		p.late_max = late > p.late_max ? late : p.late_max;
-		p.n++;
-		printf("  %9.1f %9.1f %9.1f %9.1f %9.1f\n", (double)f / 1e6,
-		       (double)left / 1e6, late, react,
-		       ((double)f - (double)ttl) / 1e6);
-	}
-	if (p.n) {
-		p.late_mean /= p.n;
-		p.react_mean /= p.n;
-	}
-	report("failover after SIGKILL of the holder", ns, kills);
-	printf("  etcd's lateness after the expiry: mean %.1f ms, max %.1f "
-	       "ms; the waiter's reaction: mean %.1f ms; worst failover: "
-	       "%.1f ms\n", p.late_mean, p.late_max, p.react_mean, p.worst);
-	return p;
-}
-
 /* Rounds of the engine and etcd's lock service, interleaved. */
 #define ROUNDS 4
 
@@ -450,8 +295,7 @@ int main(int argc, char **argv)
 	struct wlk_manager *m;
 	struct shared *sh;
 	uint64_t *ns, *nat;
-	double pair, lock, hand, rtt;
-	pthread_t wt;
+	double pair, lock, hand;
 	int rc;
 
 	while ((opt = getopt(argc, argv, "n:k:o:")) != -1) {
@@ -495,7 +339,7 @@ int main(int argc, char **argv)
 	rc = wlk_manager_open(origin, NULL, &m);
 	if (rc)
 		die("open", rc);
-	if (kills && pthread_create(&wt, NULL, watcher, base))
+	if (kills && deletion_watch_start(base))
 		return 1;
 
 	engine(m, per / 2, ns); /* warm the connections */
@@ -523,43 +367,8 @@ int main(int argc, char **argv)
 	record("fig", "p6.handoff", "etcd engine: handoff to a waiter in "
 	       "another process", ns, runs / 4);
 	hand = (double)ns[runs / 8] / 1e6;
-	if (kills) {
-		struct parts p = failover(m, sh, kills, ttl_s, ns);
-		char label[128];
-		int seen;
-
-		/* One round trip: half the uncontended pair, which is
-		 * two (weblocks.h, ETCD ENGINE). */
-		rtt = pair / 2;
-		snprintf(label, sizeof(label), "etcd engine: failover after "
-			 "SIGKILL of the holder (lease TTL %d s)", ttl_s);
-		record("fig", "p6.failover", label, ns, kills);
-		seen = bare_expiry(base, ttl_s, kills, nat);
-		qsort(nat, (size_t)seen, sizeof(*nat), cmp_u64);
-		record("anc", "p6.failover", "a lease of etcd's alone, never "
-		       "renewed: grant to deletion of its key", nat, seen);
-		if (rec) {
-			bool met = p.worst <= ttl_s * 1e3 + rtt;
-
-			fprintf(rec, "tgt\tp6.failover\tworst <= TTL + one "
-				"round trip\t%s\tworst %.0f ms, TTL + round "
-				"trip %.0f ms\n", met ? "met" : "MISSED",
-				p.worst, ttl_s * 1e3 + rtt);
-			if (!met)
-				fprintf(rec, "lim\tp6.failover\tetcd deletes an "
-					"expired lease's keys late: %.0f ms "
-					"after the expiry on average (max "
-					"%.0f) here, and a lease of etcd's "
-					"alone %.0f ms after its TTL "
-					"(median), as its lessor looks for "
-					"expired leases every 500 ms; the "
-					"waiter reacted to the deletion in "
-					"%.1f ms (mean)\n", p.late_mean,
-					p.late_max, seen ? (double)nat[seen /
-					2] / 1e6 - ttl_s * 1e3 : 0.0,
-					p.react_mean);
-		}
-	}
+	if (kills)
+		failover_part(m, sh, kills, ttl_s, base, pair / 2, ns, nat);
 	if (rec) {
 		fprintf(rec, "note\tetcd\tpart 6: the etcd engine on the "
 			"cluster %s (WEBLOCKS_ETCD_TTL %d s); %d pairs of each "
