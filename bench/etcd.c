@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * etcd.c - the etcd engine against etcd's own lock service, on a running
- * cluster (built with the etcd engine; not part of make bench, which
- * needs no cluster).
+ * cluster (built with the etcd engine).
  *
  * usage: WEBLOCKS_BACKEND=etcd://HOST:PORT,... etcd [-n RUNS] [-k KILLS]
+ *        [-o FILE]
+ *
+ * make bench (bench/run.sh) runs it as part 6, on a throw-away cluster it
+ * starts when WEBLOCKS_BACKEND names none, and adds its figures, with -o,
+ * as bench.h's result records (report.awk) to the run's table.
  *
  *  1. request+release, one process, one name, uncontended: wlk_acquire()
  *     + wlk_release() on the etcd engine, against POST /v3/lock/lock +
@@ -16,10 +20,19 @@
  *     RUNS / 4 times.
  *  3. failover: the holder's process SIGKILLed while another waits; the
  *     time until the waiter is granted, against the lease's TTL
- *     (WEBLOCKS_ETCD_TTL), KILLS times.
+ *     (WEBLOCKS_ETCD_TTL), KILLS times, the kills spread over the
+ *     holder's keepalive period (TTL/3). Each is split into its parts: the
+ *     lease's TTL left at the kill (TTL less the time since the holder's
+ *     last keepalive, which its agent sends every TTL/3 from the open);
+ *     etcd's lateness, from that expiry to the deletion of the holder's
+ *     keys as a watch of the bench's own sees it (etcd's lessor looks for
+ *     expired leases every 500 ms, then revokes them through raft); and
+ *     the waiter's reaction, from that deletion to its grant
+ *     (etcd_failover.c).
  */
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,16 +41,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-#include <weblocks.h>
+#include "etcd.h"
 
 #define DEFAULT_RUNS 200
 #define DEFAULT_KILLS 3
-#define REPLY_MAX 8192
 /* Time a waiter is given to be queued before the holder lets go. */
 #define SETTLE_MS 200
 
-static uint64_t now_ns(void)
+uint64_t now_ns(void)
 {
 	struct timespec ts;
 
@@ -45,21 +56,49 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void nap_ms(unsigned int ms)
+void nap_ms(unsigned int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 
 	nanosleep(&ts, NULL);
 }
 
-static int cmp_u64(const void *a, const void *b)
+int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
 }
 
-static void report(const char *what, uint64_t *ns, int n)
+/* Result records for report.awk (bench.h's format), with -o. */
+static FILE *rec;
+
+/* A figure ("fig") or an anchor ("anc") of @key: median, p99, range. */
+void record(const char *type, const char *key, const char *label,
+		   uint64_t *ns, int n)
+{
+	if (!rec || n < 1)
+		return;
+	fprintf(rec, "%s\t%s\t", type, key);
+	if (type[0] == 'f')
+		fprintf(rec, "6\t");
+	fprintf(rec, "%s\tms\t%.10g\t%.10g\t%.10g\t%.10g\t1\n", label,
+		(double)ns[n / 2] / 1e6, (double)ns[n * 99 / 100] / 1e6,
+		(double)ns[0] / 1e6, (double)ns[n - 1] / 1e6);
+}
+
+void record_line(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!rec)
+		return;
+	va_start(ap, fmt);
+	vfprintf(rec, fmt, ap);
+	va_end(ap);
+}
+
+void report(const char *what, uint64_t *ns, int n)
 {
 	qsort(ns, (size_t)n, sizeof(*ns), cmp_u64);
 	printf("%-44s median %8.3f ms  p90 %8.3f ms  (n=%d)\n", what,
@@ -71,11 +110,6 @@ static void die(const char *what, int rc)
 	fprintf(stderr, "etcd bench: %s: %s\n", what, wlk_strerror(rc));
 	exit(1);
 }
-
-struct reply {
-	char buf[REPLY_MAX];
-	size_t n;
-};
 
 static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
 {
@@ -90,8 +124,8 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-static int post(CURL *h, const char *base, const char *path,
-		const char *body, struct reply *r)
+int post(CURL *h, const char *base, const char *path, const char *body,
+	 struct reply *r)
 {
 	char url[512];
 
@@ -107,7 +141,7 @@ static int post(CURL *h, const char *base, const char *path,
 }
 
 /* The value of "field":"..." in @json, copied to @out. */
-static int field(const char *json, const char *name, char *out, size_t cap)
+int field(const char *json, const char *name, char *out, size_t cap)
 {
 	char pat[64];
 	const char *p, *e;
@@ -177,10 +211,6 @@ static void engine(struct wlk_manager *m, int runs, uint64_t *ns)
 	}
 }
 
-struct shared {
-	volatile uint64_t released_ns, granted_ns;
-};
-
 static const char *origin = "https://bench.etcd.example";
 
 /* A waiter in its own process: blocked until granted, then notes when. */
@@ -200,8 +230,10 @@ static void waiter(struct shared *sh, int ready)
 	_exit(0);
 }
 
-/* One handoff (@kill: the holder is a child that is SIGKILLed). */
-static uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it)
+/* One handoff (@kill_it: the holder is a child that is SIGKILLed, at
+ * least @extra_ms after the waiter is queued). */
+uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it,
+		 unsigned int extra_ms)
 {
 	int p[2], st;
 	pid_t holder = 0, w;
@@ -216,8 +248,10 @@ static uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it)
 			struct wlk_manager *hm;
 			struct wlk_lock *hl;
 
-			if (wlk_manager_open(origin, NULL, &hm) ||
-			    wlk_acquire(hm, "hand", 4, NULL, &hl))
+			if (wlk_manager_open(origin, NULL, &hm))
+				_exit(1);
+			sh->opened_ns = now_ns();
+			if (wlk_acquire(hm, "hand", 4, NULL, &hl))
 				_exit(1);
 			(void)!write(p[1], "h", 1);
 			pause();
@@ -233,7 +267,8 @@ static uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it)
 		waiter(sh, p[1]);
 	if (read(p[0], &c, 1) != 1)
 		exit(1);
-	nap_ms(SETTLE_MS); /* queued and watching */
+	nap_ms(SETTLE_MS + extra_ms); /* queued and watching */
+	deletion_arm(kill_it);
 	sh->released_ns = now_ns();
 	if (kill_it) {
 		kill(holder, SIGKILL);
@@ -249,57 +284,99 @@ static uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it)
 	return sh->granted_ns - sh->released_ns;
 }
 
+/* Rounds of the engine and etcd's lock service, interleaved. */
+#define ROUNDS 4
+
 int main(int argc, char **argv)
 {
-	int runs = DEFAULT_RUNS, kills = DEFAULT_KILLS, opt;
-	const char *b = getenv("WEBLOCKS_BACKEND"), *ttl;
+	int runs = DEFAULT_RUNS, kills = DEFAULT_KILLS, opt, ttl_s, per;
+	const char *b = getenv("WEBLOCKS_BACKEND"), *ttl, *out = NULL;
 	char base[300];
 	struct wlk_manager *m;
 	struct shared *sh;
-	uint64_t *ns;
+	uint64_t *ns, *nat;
+	double pair, lock, hand;
 	int rc;
 
-	while ((opt = getopt(argc, argv, "n:k:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:k:o:")) != -1) {
 		if (opt == 'n')
 			runs = atoi(optarg);
 		else if (opt == 'k')
 			kills = atoi(optarg);
+		else if (opt == 'o')
+			out = optarg;
 		else
 			return 2;
 	}
-	if (!b || strncmp(b, "etcd://", 7) || runs < 4 || kills < 0) {
+	if (!b || strncmp(b, "etcd://", 7) || runs < 4 * ROUNDS ||
+	    kills < 0 || kills > runs) {
 		fprintf(stderr, "usage: WEBLOCKS_BACKEND=etcd://HOST:PORT,... "
-				"etcd [-n RUNS >= 4] [-k KILLS]\n");
+				"etcd [-n RUNS >= 16] [-k KILLS <= RUNS] "
+				"[-o FILE]\n");
 		return 2;
+	}
+	if (out) {
+		rec = fopen(out, "a");
+		if (!rec) {
+			perror(out);
+			return 1;
+		}
+		setvbuf(rec, NULL, _IOLBF, 0); /* before any fork */
 	}
 	snprintf(base, sizeof(base), "http://%.*s", (int)strcspn(b + 7, ","),
 		 b + 7);
 	ttl = getenv("WEBLOCKS_ETCD_TTL");
+	ttl_s = ttl && atoi(ttl) > 0 ? atoi(ttl) : 10;
+	per = runs / ROUNDS;
+	runs = per * ROUNDS;
 	ns = calloc((size_t)runs, sizeof(*ns));
+	nat = calloc((size_t)runs, sizeof(*nat));
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (!ns || sh == MAP_FAILED)
+	if (!ns || !nat || sh == MAP_FAILED)
 		return 1;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	rc = wlk_manager_open(origin, NULL, &m);
 	if (rc)
 		die("open", rc);
+	if (kills && deletion_watch_start(base))
+		return 1;
 
-	engine(m, runs / 10, ns); /* warm the connections */
-	engine(m, runs, ns);
+	engine(m, per / 2, ns); /* warm the connections */
+	native(base, per / 2, nat);
+	for (int i = 0; i < ROUNDS; i++) {
+		engine(m, per, ns + i * per);
+		native(base, per, nat + i * per);
+	}
 	report("weblocks etcd engine: acquire+release", ns, runs);
-	native(base, runs / 10, ns);
-	native(base, runs, ns);
-	report("etcd lock service: lock+unlock", ns, runs);
+	record("fig", "p6.pair", "etcd engine: acquire + release, "
+	       "uncontended", ns, runs);
+	pair = (double)ns[runs / 2] / 1e6;
+	report("etcd lock service: lock+unlock", nat, runs);
+	record("anc", "p6.pair", "etcd's own lock service: /v3/lock lock + "
+	       "unlock, same gateway", nat, runs);
+	lock = (double)nat[runs / 2] / 1e6;
+	if (rec)
+		fprintf(rec, "tgt\tp6.pair\t<= 1.2x etcd's lock service\t%s\t"
+			"%.2fx\n", pair <= 1.2 * lock ? "met" : "MISSED",
+			pair / lock);
 
 	for (int i = 0; i < runs / 4; i++)
-		ns[i] = handoff(m, sh, false);
+		ns[i] = handoff(m, sh, false, 0);
 	report("handoff to a waiter in another process", ns, runs / 4);
-	for (int i = 0; i < kills; i++)
-		ns[i] = handoff(m, sh, true);
-	if (kills) {
-		report("failover after SIGKILL of the holder", ns, kills);
-		printf("  (lease TTL %s s)\n", ttl ? ttl : "10 (default)");
+	record("fig", "p6.handoff", "etcd engine: handoff to a waiter in "
+	       "another process", ns, runs / 4);
+	hand = (double)ns[runs / 8] / 1e6;
+	if (kills)
+		failover_part(m, sh, kills, ttl_s, base, pair / 2, ns, nat);
+	if (rec) {
+		fprintf(rec, "note\tetcd\tpart 6: the etcd engine on the "
+			"cluster %s (WEBLOCKS_ETCD_TTL %d s); %d pairs of each "
+			"kind in %d interleaved rounds, %d handoffs (median "
+			"%.2f ms), %d kills spread over the keepalive period; "
+			"p99 and range are over single runs\n", b, ttl_s,
+			runs, ROUNDS, runs / 4, hand, kills);
+		fclose(rec);
 	}
 	wlk_manager_close(m);
 	return 0;

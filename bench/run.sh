@@ -12,6 +12,10 @@
 #   BENCH_LIBRARY   what to call the library version (default: git describe)
 #   BENCH_LIBTOOL   how to run libtool (its --mode=execute runs valgrind
 #                   on the programs of a build tree)
+#   WEBLOCKS_BACKEND   the etcd cluster of part 6 (bench/etcd); without
+#                   it, a throw-away one on loopback (tests/etcd/cluster.sh),
+#                   or part 6 is skipped, saying why
+#   WEBLOCKS_ETCD_TTL  part 6's lease TTL in seconds (default here: 2)
 set -eu
 
 bindir=$1
@@ -30,7 +34,7 @@ case ${BENCH_QUICK:-0} in
 *) q=-q ;;
 esac
 all="uncontended handoff failover throughput scale_names scale_segment
-	scale_queue scale_shared scale_agents scopes"
+	scale_queue scale_shared scale_agents scopes etcd"
 progs=${BENCH_ONLY:-$all}
 
 setup() {
@@ -134,10 +138,64 @@ valgrind)" >> "$tsv"
 	instr_figure p1.sh.instr shared -K "$r"
 }
 
+# Part 6, bench/etcd: the etcd engine on a cluster, WEBLOCKS_BACKEND's or
+# a throw-away three-member one on loopback, stopped by its pids after.
+# Skipped, with a note in the table saying why, without a build with the
+# engine or a cluster.
+etcd_skip() {
+	printf 'note\tetcd\tpart 6 (the etcd engine): skipped: %s\n' "$1" \
+		>> "$tsv"
+	echo " skipped: $1" >&2
+}
+etcd_part() {
+	cluster=
+	if [ ! -x "$bindir/etcd" ]; then
+		etcd_skip "this build has no etcd engine (configure \
+--enable-etcd: libcurl4-openssl-dev, libjson-c-dev)"
+		return 0
+	fi
+	backend=${WEBLOCKS_BACKEND:-}
+	if [ -z "$backend" ]; then
+		if ! command -v etcd > /dev/null 2>&1; then
+			etcd_skip "WEBLOCKS_BACKEND names no cluster and etcd \
+is not installed (Debian: etcd-server)"
+			return 0
+		fi
+		cluster=$out/etcd-cluster
+		rm -rf "$cluster"
+		if ! backend=$(bash "$srcdir/tests/etcd/cluster.sh" start \
+			"$cluster" 2> "$out/etcd-cluster.log"); then
+			bash "$srcdir/tests/etcd/cluster.sh" stop "$cluster"
+			etcd_skip "the throw-away cluster did not start (see \
+$out/etcd-cluster.log)"
+			return 0
+		fi
+	fi
+	if [ -n "$q" ]; then
+		set -- -n 100 -k 3
+	else
+		set -- -n 400 -k 9
+	fi
+	rc=0
+	WEBLOCKS_BACKEND=$backend WEBLOCKS_ETCD_TTL=${WEBLOCKS_ETCD_TTL:-2} \
+		"$bindir/etcd" "$@" -o "$tsv" > "$out/etcd.log" 2>&1 || rc=$?
+	[ -z "$cluster" ] || bash "$srcdir/tests/etcd/cluster.sh" stop "$cluster"
+	return $rc
+}
+
 start_all=$(date +%s)
 for p in $progs; do
 	start=$(date +%s)
 	printf 'bench: %-14s' "$p" >&2
+	if [ "$p" = etcd ]; then
+		if ! etcd_part; then
+			echo " FAILED (see $out/etcd.log)" >&2
+			tail -n 5 "$out/etcd.log" >&2
+			exit 1
+		fi
+		echo " $(($(date +%s) - start)) s" >&2
+		continue
+	fi
 	extra=
 	# bench/failover also writes its own JSON, as it always did.
 	[ "$p" = failover ] && extra="-j $out/failover.json"
@@ -203,6 +261,10 @@ cat >> "$out/results.md" << 'EOF'
   critical section checks mutual exclusion after every run.
 - Part 5: see the comment at the top of each bench/scale_*.c. Curves are
   in the *.png files and results.json; the .dat files hold their points.
+- Part 6: bench/etcd (its comment says how) on a three-member etcd
+  cluster, a throw-away one on loopback unless WEBLOCKS_BACKEND names
+  one; etcd.log holds its per-kill failover table (TTL left at the kill,
+  etcd's lateness, the waiter's reaction).
 EOF
 
 # Plots: gnuplot from Debian (apt-get install gnuplot-nox).

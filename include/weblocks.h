@@ -237,9 +237,17 @@
  *    Restoring the cluster from a backup can repeat them: restore with a
  *    new --initial-cluster-token, and re-fence the resources.
  *  - A process that dies without closing holds its locks until its lease
- *    expires: within the TTL after its last keepalive (plus an election if
- *    the leader changes meanwhile). Each manager renews its lease every
- *    TTL/3 from a library thread (signals blocked).
+ *    expires: the TTL after its last keepalive (plus an election if the
+ *    leader changes meanwhile). Each manager renews its lease every TTL/3
+ *    from a library thread (signals blocked), on time, so a dead process's
+ *    lease has between 2/3 of the TTL and all of it left. etcd then deletes
+ *    the keys late: its lessor looks for expired leases every 500 ms
+ *    (etcd 3.4, 3.5) and revokes them through raft, so the deletion comes
+ *    0-0.5 s after the expiry, and the waiter is granted about a round
+ *    trip after the deletion. A dead holder's lock therefore passes on at
+ *    most about TTL + 0.5 s + a round trip after its death, not TTL + a
+ *    round trip; bench/etcd measures each part (a lease of etcd's alone,
+ *    never renewed, is deleted as late).
  *  - Losing a lock: a process paused, or cut off from the cluster, for
  *    longer than the TTL loses its locks, and they are granted to others.
  *    Its holders then see wlk_lock_stolen() true and wlk_release() return
@@ -252,6 +260,17 @@
  *  - A lock stolen by another process is seen stolen by its holder when
  *    the holder's watch brings the deletion, usually within milliseconds,
  *    not when the steal returns (in the stealer's own process, at once).
+ *  - A release sent twice: when a member applies a release's delete but
+ *    its reply is lost (the member dies, the connection breaks), the
+ *    release tries the next member, whose delete finds nothing. It then
+ *    reads etcd's history, three more round trips: the revision the key
+ *    was deleted at (a watch from its creation), whether an entry of the
+ *    name was created at that revision (a steal deletes and puts in one
+ *    transaction), and whether its lease is alive (the lease's end deletes
+ *    too). Deleted by itself: 0. Stolen, lost with the lease, or history
+ *    it cannot read (compacted, no answer): %WLK_ESTOLEN. So a release may
+ *    report a lock stolen that it did let go (with its lease lost, or its
+ *    history compacted, while the reply was lost), never the reverse.
  *  - Errors of the cluster: no member answering within
  *    WEBLOCKS_ETCD_TIMEOUT_MS is -EHOSTUNREACH (each member is tried in
  *    turn, at most 2 s each); a reply that is not etcd's, -EPROTO; one over

@@ -7,7 +7,8 @@
 #                 each bindings/NAME/check.sh against this build's library,
 #                 then the unit and multiproc suites again on the etcd
 #                 engine with its fault tests (tests/etcd/check.sh)
-#   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer; make check
+#   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer; make check,
+#                 then the etcd suites on it (tests/etcd/check.sh)
 #   build-deb/    the Debian packages: built, lintian, installed, the
 #                 README's example built against them (tests/debian)
 # checks after each make check that no test left a segment in /dev/shm,
@@ -301,6 +302,13 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 san=-fsanitize=address,undefined
 build_and_check asan+ubsan "$srcdir/build-asan" --enable-failpoints \
 	CFLAGS="-O1 -g $san -fno-omit-frame-pointer" LDFLAGS="$san" || true
+
+# 2b. The etcd suites once more, sanitized (tests/etcd/check.sh, which
+# counts the sanitizers' reports; about 3 minutes on 2 CPUs).
+if [[ -x $srcdir/build-asan/tests/unit/unit ]]; then
+	scripted asan+ubsan etcd "$srcdir/tests/etcd/check.sh" \
+		"$srcdir/build-asan"
+fi
 
 # 3. The Debian packages, built, installed and used as a user would.
 debian debian

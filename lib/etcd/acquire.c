@@ -265,11 +265,12 @@ int wlk__etcd_release(struct wlk_lock *pl)
 		forget_key(l);
 		return WLK_ESTATE;
 	}
-	/* Nothing deleted: someone else did (a steal, the lease's end). A
-	 * delete sent twice (http.c's failover) would say so wrongly: a
-	 * release then reports WLK_ESTOLEN of a lock it did let go. */
+	/* Nothing deleted: someone else did (a steal, the lease's end), or
+	 * this delete did, sent twice (http.c's failover): its first reply
+	 * lost, the second finds the key gone. History tells (deleter.c). */
 	rc = wlk__etcd_delete(m, l, &deleted);
-	if (!rc && (!deleted || uatomic_read(&l->gone)))
+	if (!rc && (uatomic_read(&l->gone) ||
+		    (!deleted && !wlk__etcd_deleted_by_us(m, l))))
 		rc = WLK_ESTOLEN;
 	forget_key(l);
 	return rc;

@@ -121,17 +121,20 @@ static void *agent_main(void *arg)
 	uint64_t period = (uint64_t)m->ttl * 1000000000u / 3;
 	uint64_t now = wlk__now_ns(), next_ka = now + period, acked = now;
 	CURLM *multi = m->wake;
-	struct wlk__etcd_watch w = { .m = m };
+	struct wlk__etcd_watch *w = &m->w;
 	bool restarted = false;
 	uint64_t retry_at = 0;
+
+	memset(w, 0, sizeof(*w));
+	w->m = m;
 
 	while (!uatomic_read(&m->stop)) {
 		int running = 0, left;
 		CURLMsg *msg;
 
 		now = wlk__now_ns();
-		if (!w.h && now >= retry_at) {
-			if (wlk__etcd_watch_begin(multi, &w))
+		if (!w->h && now >= retry_at) {
+			if (wlk__etcd_watch_begin(multi, w))
 				retry_at = now + RETRY_MS * 1000000u;
 			else if (restarted) {
 				wlk__etcd_resync(m);
@@ -140,20 +143,20 @@ static void *agent_main(void *arg)
 		}
 		curl_multi_perform(multi, &running);
 		while ((msg = curl_multi_info_read(multi, &left))) {
-			if (msg->msg != CURLMSG_DONE || msg->easy_handle != w.h)
+			if (msg->msg != CURLMSG_DONE || msg->easy_handle != w->h)
 				continue;
 			/* The stream ended: resume elsewhere, or from the
 			 * present after a compaction. */
-			if (w.compacted)
+			if (w->compacted)
 				m->watch_rev = 0;
 			uatomic_set(&m->conn.cur,
-				    (w.member + 1) % m->conn.n_url);
-			wlk__etcd_watch_end(multi, &w);
+				    (w->member + 1) % m->conn.n_url);
+			wlk__etcd_watch_end(multi, w);
 			restarted = true;
 			retry_at = wlk__now_ns() + RETRY_MS * 1000000u;
 		}
-		if (w.h && w.failed) {
-			wlk__etcd_watch_end(multi, &w);
+		if (w->h && w->failed) {
+			wlk__etcd_watch_end(multi, w);
 			restarted = true;
 		}
 		now = wlk__now_ns();
@@ -171,14 +174,23 @@ static void *agent_main(void *arg)
 			next_ka = now + period;
 			/* The keepalive went elsewhere: so does the watch,
 			 * from the member that answers. */
-			if (w.h && uatomic_read(&m->conn.cur) != w.member) {
-				wlk__etcd_watch_end(multi, &w);
+			if (w->h && uatomic_read(&m->conn.cur) != w->member) {
+				wlk__etcd_watch_end(multi, w);
 				restarted = true;
 			}
 		}
-		curl_multi_poll(multi, NULL, 0, POLL_MS, NULL);
+		/* Woken for the next keepalive on time: the lease's TTL
+		 * left is then never below 2/3 of it while the process
+		 * lives, and a dead process's lease ends within its TTL of
+		 * the last keepalive, which was at most TTL/3 before. */
+		now = wlk__now_ns();
+		curl_multi_poll(multi, NULL, 0,
+				next_ka <= now ? 0 :
+				next_ka - now >= POLL_MS * 1000000ull ?
+				POLL_MS : (int)((next_ka - now) / 1000000u) + 1,
+				NULL);
 	}
-	wlk__etcd_watch_end(multi, &w);
+	wlk__etcd_watch_end(multi, w);
 	return NULL;
 }
 

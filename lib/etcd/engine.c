@@ -165,10 +165,34 @@ static int etcd_open(struct wlk_manager *pub, const char *origin,
 static void etcd_close(struct wlk_manager *pub)
 {
 	struct wlk__etcd_manager *m = wlk__etcd_m(pub);
+	struct wlk__etcd_lock *l, *lt;
+	struct wlk_async *r;
 
 	wlk__etcd_local_add(m, false);
 	wlk__etcd_agent_stop(m);
 	(void)lease_revoke(m);
+	/* The async close, next, frees the handles of the requests still
+	 * owed a callback (waiting, or granted and not yet dispatched) as
+	 * it settles them with WLK_ESTATE, without the engine: their keys
+	 * go now. (A blocking request's key stays: its thread deletes it on
+	 * its way out.) */
+	pthread_mutex_lock(&pub->amu);
+	cds_list_for_each_entry(r, &pub->pending, link) {
+		if (r->l && (!r->settled || !r->status)) {
+			struct wlk__etcd_lock *el = wlk__etcd_l(r->l);
+
+			free(el->key);
+			el->key = NULL;
+			el->key_len = 0;
+		}
+	}
+	pthread_mutex_unlock(&pub->amu);
+	/* Its requests and locks are no longer the manager's: a lock
+	 * released after the close unlinks only itself (from itself). */
+	pthread_mutex_lock(&m->lmu);
+	cds_list_for_each_entry_safe(l, lt, &m->locks, link)
+		cds_list_del_init(&l->link);
+	pthread_mutex_unlock(&m->lmu);
 }
 
 static void etcd_free(struct wlk_manager *pub)

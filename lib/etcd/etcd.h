@@ -95,6 +95,18 @@ struct wlk__etcd_kvs {
 	size_t prefix_len; /* the bucket's */
 };
 
+/* watch.c: the agent's stream (CURLM and CURL handles as void *) */
+struct wlk__etcd_watch {
+	struct wlk__etcd_manager *m;
+	void *h;       /* CURL * */
+	void *hdr;     /* struct curl_slist * */
+	json_tokener *tok;
+	char *body;
+	size_t pending; /* bytes of the message being parsed */
+	unsigned int member;
+	bool failed; /* a message we could not read: restart */
+	bool compacted;
+};
 struct wlk__etcd_manager {
 	struct wlk_manager base;
 	struct wlk__etcd_conn conn;
@@ -119,6 +131,11 @@ struct wlk__etcd_manager {
 	int efd;          /* the async descriptor's eventfd, or -1 */
 	struct wlk__etcd_actx *actx; /* async.c's, under base.amu */
 	int64_t watch_rev; /* the agent's: resume the watch from here */
+	/* The agent's stream: here, not on its stack, so that what it holds
+	 * stays reachable from the manager when a process exits with the
+	 * manager open (leak checkers cannot always scan a running
+	 * thread). */
+	struct wlk__etcd_watch w;
 };
 
 struct wlk__etcd_lock {
@@ -203,18 +220,6 @@ bool wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
 			 size_t len) WLK_INTERNAL;
 void wlk__etcd_wake(struct wlk__etcd_manager *m) WLK_INTERNAL;
 
-/* watch.c: the agent's stream (CURLM and CURL handles as void *) */
-struct wlk__etcd_watch {
-	struct wlk__etcd_manager *m;
-	void *h;       /* CURL * */
-	void *hdr;     /* struct curl_slist * */
-	json_tokener *tok;
-	char *body;
-	size_t pending; /* bytes of the message being parsed */
-	unsigned int member;
-	bool failed; /* a message we could not read: restart */
-	bool compacted;
-};
 int wlk__etcd_watch_begin(void *multi,
 			  struct wlk__etcd_watch *w) WLK_INTERNAL;
 void wlk__etcd_watch_end(void *multi,
@@ -255,6 +260,10 @@ int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 		       struct wlk__etcd_kvs *k, bool *held) WLK_INTERNAL;
 int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 		     int64_t *deleted) WLK_INTERNAL;
+
+/* deleter.c */
+bool wlk__etcd_deleted_by_us(struct wlk__etcd_manager *m,
+			     struct wlk__etcd_lock *l) WLK_INTERNAL;
 
 /* atonce.c */
 int wlk__etcd_if_available(struct wlk__etcd_req *r, bool *held) WLK_INTERNAL;

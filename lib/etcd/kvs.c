@@ -195,7 +195,9 @@ void wlk__etcd_classify(struct wlk__etcd_kvs *k)
 {
 	bool first = true, excl = false;
 
-	qsort_r(k->e, k->n, sizeof(*k->e), entry_cmp, &k->prefix_len);
+	if (k->n > 1) /* an empty range has no array to sort */
+		qsort_r(k->e, k->n, sizeof(*k->e), entry_cmp,
+			&k->prefix_len);
 	for (size_t i = 0; i < k->n; i++) {
 		struct wlk__etcd_entry *e = &k->e[i];
 

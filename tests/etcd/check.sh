@@ -6,9 +6,14 @@
 # tests/multiproc/multiproc with WEBLOCKS_BACKEND naming it (the tests
 # skip, with the reason, what only the shared-memory engine has), then
 # the etcd fault tests (tests/etcd/faults: a leader killed while requests
-# wait, a lease that expires, a member restarted) and a short torture run
-# (tests/torture), and stop the members by their pids. Ends with "N passed, N failed", which tests/run.sh adds to
-# its totals. Without etcd installed it says so and counts nothing.
+# wait, a lease that expires, a member restarted, a release resent after
+# its reply was lost) and a short torture run
+# (tests/torture), and stop the members by their pids. Ends with "N
+# passed, N failed", which tests/run.sh adds to its totals; in a
+# sanitized build, each program's log with a sanitizer report counts as
+# one failure more. Without etcd installed it says so and counts nothing.
+# tests/run.sh runs it on its plain build and on its ASan+UBSan build
+# (about 3 minutes on 2 CPUs).
 #
 # usage: check.sh BUILDDIR [SRCDIR]
 set -uo pipefail
@@ -51,6 +56,21 @@ export WEBLOCKS_BACKEND=$backend
 export WLK_ETCD_CLUSTER=$cluster WLK_ETCD_CLUSTER_SH=$src/tests/etcd/cluster.sh
 echo "etcd: cluster $backend (data in $cluster)"
 
+# sanitizer NAME LOG: in a sanitized build, a report in LOG (a leak a
+# Criterion worker reports after its verdict does not fail the test) is
+# one failed test more, as tests/run.sh counts them.
+sanitizer() {
+	local n
+	n=$(grep -a -c -E 'ERROR: [A-Za-z]+Sanitizer|runtime error:' "$2" ||
+		true)
+	if ((n > 0)); then
+		echo "etcd: $1: sanitizer reports: $n"
+		grep -a -A 12 -E 'ERROR: [A-Za-z]+Sanitizer|runtime error:' \
+			"$2" | head -n 40
+		failed=$((failed + 1))
+	fi
+}
+
 # run NAME PROGRAM [ARGS...]: one Criterion program, its log beside it.
 run() {
 	local name=$1 log=$build/etcd-$1.log rc=0 synth
@@ -70,6 +90,7 @@ run() {
 		tail -n 30 "$log"
 		failed=$((failed + 1))
 	fi
+	sanitizer "$name" "$log"
 }
 
 # The behaviour suites run a few tests at a time: they all go through
@@ -93,6 +114,7 @@ else
 	tail -n 20 "$log"
 fi
 echo "etcd: $(grep -a '^torture: .*kills=' "$log" | tail -n 1)"
+sanitizer torture "$log"
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

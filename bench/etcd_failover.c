@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * etcd_failover.c - bench/etcd's failover part (etcd.c, part 3): a
+ * holder's process SIGKILLed while another waits, split into the lease's
+ * TTL left at the kill, etcd's lateness after the expiry (seen by a watch
+ * of the bench's own), and the waiter's reaction; and etcd's own expiry
+ * of a lease nothing renews, as the anchor.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etcd.h"
+
+/* The bench's own watch of every deletion under the engine's keys
+ * ("wlk1/", base64; its range end "wlk10"), on a thread: when the first
+ * deletion after arming arrived. */
+#define WATCH_BODY "{\"create_request\":{\"key\":\"d2xrMS8=\"," \
+		   "\"range_end\":\"d2xrMTA=\",\"filters\":[\"NOPUT\"]}}"
+static volatile uint64_t deletion_ns;
+static volatile int deletion_armed;
+
+static size_t on_watch(char *p, size_t size, size_t nmemb, void *arg)
+{
+	size_t n = size * nmemb;
+
+	(void)arg;
+	if (__atomic_load_n(&deletion_armed, __ATOMIC_ACQUIRE) &&
+	    memmem(p, n, "\"events\"", 8)) {
+		__atomic_store_n(&deletion_ns, now_ns(), __ATOMIC_RELEASE);
+		__atomic_store_n(&deletion_armed, 0, __ATOMIC_RELEASE);
+	}
+	return n;
+}
+
+static void *watcher(void *arg)
+{
+	CURL *h = curl_easy_init();
+	char url[512];
+
+	snprintf(url, sizeof(url), "%s/v3/watch", (const char *)arg);
+	if (!h)
+		return NULL;
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, WATCH_BODY);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch);
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	(void)curl_easy_perform(h); /* until the bench exits */
+	curl_easy_cleanup(h);
+	return NULL;
+}
+
+int deletion_watch_start(const char *base)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, watcher, (void *)base))
+		return -1;
+	pthread_detach(t); /* it ends with the bench */
+	return 0;
+}
+
+void deletion_arm(bool on)
+{
+	__atomic_store_n(&deletion_armed, on, __ATOMIC_RELEASE);
+}
+
+/* etcd's own expiry, without the engine: a lease of @ttl_s granted with a
+ * key on it and never renewed, @n times at phases spread over 500 ms; how
+ * long after the grant the bench's watch sees the key deleted, into @ns.
+ * Return: how many were seen. */
+static int bare_expiry(const char *base, int ttl_s, int n, uint64_t *ns)
+{
+	CURL *h = curl_easy_init();
+	double sum = 0, lo = 1e9, hi = 0;
+	struct reply r;
+	char lease[32], body[256];
+	int seen = 0;
+
+	for (int i = 0; h && i < n; i++) {
+		uint64_t t_g, del = 0;
+
+		nap_ms((unsigned int)(500 / n * i % 500));
+		__atomic_store_n(&deletion_ns, 0, __ATOMIC_RELEASE);
+		snprintf(body, sizeof(body), "{\"TTL\":\"%d\"}", ttl_s);
+		if (post(h, base, "/v3/lease/grant", body, &r) ||
+		    field(r.buf, "ID", lease, sizeof(lease)))
+			break;
+		t_g = now_ns(); /* the lease's expiry is at most TTL after */
+		/* key "wlk1/bench-expiry" */
+		snprintf(body, sizeof(body),
+			 "{\"key\":\"d2xrMS9iZW5jaC1leHBpcnk=\","
+			 "\"value\":\"\",\"lease\":\"%s\"}", lease);
+		__atomic_store_n(&deletion_armed, 1, __ATOMIC_RELEASE);
+		if (post(h, base, "/v3/kv/put", body, &r))
+			break;
+		for (int t = 0; t < (ttl_s + 3) * 100 && !del; t++) {
+			nap_ms(10);
+			del = __atomic_load_n(&deletion_ns, __ATOMIC_ACQUIRE);
+		}
+		if (del) {
+			double late = ((double)del - (double)t_g -
+				       ttl_s * 1e9) / 1e6;
+
+			ns[seen++] = del - t_g;
+			sum += late;
+			lo = late < lo ? late : lo;
+			hi = late > hi ? late : hi;
+		}
+	}
+	if (h)
+		curl_easy_cleanup(h);
+	if (seen)
+		printf("etcd's own lease expiry, no engine (TTL %d s): deleted "
+		       "%.1f ms after the TTL on average, min %.1f, max %.1f "
+		       "(n=%d)\n", ttl_s, sum / seen, lo, hi, seen);
+	else
+		printf("etcd's own lease expiry: not measured\n");
+	return seen;
+}
+
+/* What the failovers came to, beyond their times. */
+struct parts {
+	double late_mean, late_max; /* etcd: expiry to deletion, ms */
+	double react_mean;          /* the waiter: deletion to grant, ms */
+	double worst;               /* the longest failover, ms */
+	int n;                      /* kills whose parts were seen */
+};
+
+/* Failovers, the kills spread over the holder's keepalive period, each
+ * split into its parts (the header says how); times into @ns. */
+static struct parts failover(struct wlk_manager *m, struct shared *sh,
+			     int kills, int ttl_s, uint64_t *ns)
+{
+	uint64_t ttl = (uint64_t)ttl_s * 1000000000u, period = ttl / 3;
+	struct parts p = { 0 };
+
+	printf("failover after SIGKILL of the holder, lease TTL %d s "
+	       "(keepalive every %.0f ms):\n", ttl_s, (double)period / 1e6);
+	printf("  %9s %9s %9s %9s %9s %9s\n", "failover", "TTL left",
+	       "late", "reaction", "over TTL", "(ms)");
+	for (int i = 0; i < kills; i++) {
+		unsigned int extra = (unsigned int)(period / 1000000u) *
+				     (unsigned int)i / (unsigned int)kills;
+		uint64_t f, since_ka, left, del;
+		double late, react;
+
+		__atomic_store_n(&deletion_ns, 0, __ATOMIC_RELEASE);
+		f = handoff(m, sh, true, extra);
+		ns[i] = f;
+		if ((double)f / 1e6 > p.worst)
+			p.worst = (double)f / 1e6;
+		/* The holder's keepalives: every period from its open. */
+		since_ka = (sh->released_ns - sh->opened_ns) % period;
+		left = ttl - since_ka;
+		del = __atomic_load_n(&deletion_ns, __ATOMIC_ACQUIRE);
+		if (!del) {
+			printf("  %9.1f (the bench's watch saw no deletion)\n",
+			       (double)f / 1e6);
+			continue;
+		}
+		late = ((double)(del - sh->released_ns) - (double)left) / 1e6;
+		react = ((double)sh->granted_ns - (double)del) / 1e6;
+		p.late_mean += late;
+		p.react_mean += react;
+		p.late_max = late > p.late_max ? late : p.late_max;
+		p.n++;
+		printf("  %9.1f %9.1f %9.1f %9.1f %9.1f\n", (double)f / 1e6,
+		       (double)left / 1e6, late, react,
+		       ((double)f - (double)ttl) / 1e6);
+	}
+	if (p.n) {
+		p.late_mean /= p.n;
+		p.react_mean /= p.n;
+	}
+	report("failover after SIGKILL of the holder", ns, kills);
+	printf("  etcd's lateness after the expiry: mean %.1f ms, max %.1f "
+	       "ms; the waiter's reaction: mean %.1f ms; worst failover: "
+	       "%.1f ms\n", p.late_mean, p.late_max, p.react_mean, p.worst);
+	return p;
+}
+
+void failover_part(struct wlk_manager *m, struct shared *sh, int kills,
+		   int ttl_s, const char *base, double rtt_ms, uint64_t *ns,
+		   uint64_t *scratch)
+{
+	struct parts p = failover(m, sh, kills, ttl_s, ns);
+	char label[128];
+	bool met = p.worst <= ttl_s * 1e3 + rtt_ms;
+	int seen;
+
+	snprintf(label, sizeof(label), "etcd engine: failover after "
+		 "SIGKILL of the holder (lease TTL %d s)", ttl_s);
+	record("fig", "p6.failover", label, ns, kills);
+	seen = bare_expiry(base, ttl_s, kills, scratch);
+	qsort(scratch, (size_t)seen, sizeof(*scratch), cmp_u64);
+	record("anc", "p6.failover", "a lease of etcd's alone, never "
+	       "renewed: grant to deletion of its key", scratch, seen);
+	record_line("tgt\tp6.failover\tworst <= TTL + one round trip\t%s\t"
+		    "worst %.0f ms, TTL + round trip %.0f ms\n",
+		    met ? "met" : "MISSED", p.worst, ttl_s * 1e3 + rtt_ms);
+	if (!met)
+		record_line("lim\tp6.failover\tetcd deletes an expired "
+			    "lease's keys late: %.0f ms after the expiry on "
+			    "average (max %.0f) here, and a lease of etcd's "
+			    "alone %.0f ms after its TTL (median), as its "
+			    "lessor looks for expired leases every 500 ms; "
+			    "the waiter reacted to the deletion in %.1f ms "
+			    "(mean)\n", p.late_mean, p.late_max,
+			    seen ? (double)scratch[seen / 2] / 1e6 -
+			    ttl_s * 1e3 : 0.0, p.react_mean);
+}
