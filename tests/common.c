@@ -132,6 +132,8 @@ static const struct {
 	{ "abi::inspect", "inspects a shared-memory segment" },
 	{ "doorbell", "a shared-memory client's doorbell" },
 	{ "fast", "the shared-memory fast path" },
+	{ "pins", "the shared-memory fast path's lanes, seen through the "
+	  "segment file's removal" },
 	{ "fastwait", "the shared-memory fast path" },
 	{ "hotpath", "counts the shared-memory fast path's system calls" },
 	{ "deadlock::the_request", "detect_deadlocks is not on etcd" },

@@ -11,7 +11,8 @@
 # searches 3 processes (no query) with bitstate hashing and a bounded
 # depth instead (minutes, about 1 GiB; a partial search).
 # And the scope grant rule (scope.pml): every state of 4 requests for any
-# scope of 2 names in either mode (about 11 million states, 20 s).
+# scope of 2 names in either mode (about 11 million states, 20 s). And
+# the fast path's fencing tokens (fastpath.pml with TOKENS, at the end).
 # Skipped (exit 77) when spin(1) is not installed.
 set -eu
 
@@ -73,3 +74,7 @@ model=fastpath.pml
 search "$np processes" -DNP="$np" -DQN=0
 [ "$np" -le 2 ] || exit 0
 search "$np processes and a query" -DNP="$np" -DQN=1 -DG=2
+# The fencing tokens (TOKENS in fastpath.pml): every state of 2 processes
+# with tokens up to 5 (about 1.3 million states), asserting that each
+# entrant of the critical section holds a token above the one before.
+search "2 processes, fencing tokens" -DNP=2 -DQN=0 -DG=2 -DTOKENS

@@ -44,6 +44,23 @@
 #ifndef QN
 #define QN 1	/* copies the query makes; 0: no query process */
 #endif
+/*
+ * With TOKENS, fencing tokens too (layout.h, TOKENS ON THE FAST PATH): the
+ * name's token, counted up with the holder by the fast acquire's and the
+ * handoff's 16-byte CAS, and by every grant under the mutex; each slot's
+ * token, stored by its thread or by the inflation that adopts it. Checked:
+ * every process enters the critical section with a token above the one
+ * before it (the name is taken exclusively). Processes stop taking the
+ * name once its token reaches TMAX, which bounds the search.
+ */
+#ifdef TOKENS
+#ifndef TMAX
+#define TMAX 5
+#endif
+#define TOK(x) x
+#else
+#define TOK(x) skip
+#endif
 
 mtype = { FREE, RES, FAST, PEND, HELD };
 
@@ -65,6 +82,12 @@ byte q[NP];		/* queue of slots, q[0] first */
 byte qn;
 
 byte incs;		/* processes in the critical section */
+
+#ifdef TOKENS
+byte ntok;		/* the name's token (one 16-byte word with the fast word) */
+byte rtok[NP + 1];	/* each slot's token, 0 until given */
+byte lastcs;		/* ghost: the token the last entrant held */
+#endif
 
 /* The header's freeze word, and ghosts: a query is copying; process i
  * changed (or was handed the name by) the fast word during this copy. */
@@ -117,7 +140,10 @@ inline inflate() {
 		adopted = false;
 		if
 		:: s_fh != 0 && st[s_fh] == FAST && gen[s_fh] == s_fg ->
-			held[s_fh] = true; st[s_fh] = HELD; adopted = true
+			held[s_fh] = true; st[s_fh] = HELD; adopted = true;
+			/* wlk__token_adopt() */
+			TOK(if :: rtok[s_fh] == 0 -> rtok[s_fh] = ntok
+			       :: else -> skip fi)
 		:: else -> skip
 		fi;
 		if
@@ -125,7 +151,9 @@ inline inflate() {
 			if
 			:: adopted -> assert(qn == 0); q[0] = cw; qn = 1;
 				st[cw] = PEND
-			:: else -> held[cw] = true; st[cw] = HELD
+			:: else -> held[cw] = true; st[cw] = HELD;
+				TOK(if :: rtok[cw] == 0 -> rtok[cw] = ntok
+				       :: else -> skip fi)
 			fi
 		:: else -> skip
 		fi;
@@ -145,6 +173,7 @@ inline process_queue() {
 		:: qn > 0 && NO_HOLDER ->
 			g_slot = q[0];
 			q[0] = q[1]; q[1] = 0; qn--;
+			TOK(ntok++; rtok[g_slot] = ntok);
 			if
 			:: qn == 0 ->
 				/* the fast word first, then the slot */
@@ -169,15 +198,22 @@ proctype P(byte me)
 	byte e_fh, e_fg, tries, w, wg;
 	bool s_on, s_wait, adopted;
 	byte s_fh, s_fg, g_slot;
+	byte mytok, t_read;
 
 	st[me] = RES;
 acquire:
+#ifdef TOKENS
+	if
+	:: ntok >= TMAX -> goto done
+	:: else -> skip
+	fi;
+#endif
 	/* Locals back to 0: fewer states for the verifier to tell apart. */
 	atomic {
 		returning();
 		claimed = false; ok = false; fast = false; tries = 0;
 		w = 0; wg = 0; s_on = false; s_wait = false; adopted = false;
-		s_fh = 0; s_fg = 0; g_slot = 0
+		s_fh = 0; s_fg = 0; g_slot = 0; mytok = 0; t_read = 0
 	}
 	/* wlk__fast_take() */
 	atomic { e_on = on; e_fh = fh; e_fg = fg; e_wait = fwait }
@@ -185,7 +221,8 @@ acquire:
 	:: e_on && !e_wait -> skip
 	:: else -> goto obtain
 	fi;
-	atomic { gen[me] = (gen[me] + 1) % G; st[me] = FAST }	/* claim */
+	atomic { gen[me] = (gen[me] + 1) % G; st[me] = FAST;	/* claim */
+		 TOK(rtok[me] = 0) }
 	tries = 0;
 	do
 	:: tries < 2 && e_on && e_fh == 0 && !e_wait ->
@@ -193,14 +230,16 @@ acquire:
 			if
 			:: on == e_on && fh == e_fh && fg == e_fg &&
 			   fwait == e_wait ->
-				fh = me; fg = gen[me]; ok = true; mark(me)
+				fh = me; fg = gen[me]; ok = true; mark(me);
+				TOK(ntok++; mytok = ntok)
 			:: else ->
 				e_on = on; e_fh = fh; e_fg = fg; e_wait = fwait;
 				ok = false
 			fi
 		}
 		if
-		:: ok -> atomic { fast = true; freeze_pass() }; goto critical
+		:: ok -> TOK(rtok[me] = mytok);	/* its own store */
+			atomic { fast = true; freeze_pass() }; goto critical
 		:: else -> tries++
 		fi
 	:: tries < 2 && e_on && e_fh != 0 && !e_wait ->
@@ -253,6 +292,22 @@ acquire:
 await:	/* wlk__fast_await(): handed the name, inflated, or out of spin */
 	if
 	:: (on && fh == me && fg == gen[me]) ->
+#ifdef TOKENS
+		/* the token, then the word again: still ours with ON, the
+		 * token is ours; else adopted, its token under the mutex */
+		t_read = ntok;
+		if
+		:: atomic { on && fh == me && fg == gen[me] ->
+			if
+			:: rtok[me] == 0 -> rtok[me] = t_read
+			:: else -> skip
+			fi;
+			mytok = rtok[me] }
+		:: else ->
+			lock(); assert(rtok[me] != 0); mytok = rtok[me];
+			unlock()
+		fi;
+#endif
 		atomic { fast = true; freeze_pass() }; goto critical
 	:: !on -> goto settle
 	:: true -> goto settle
@@ -262,7 +317,8 @@ settle:	/* wlk__settle() */
 	lock();
 	inflate();
 	if
-	:: st[me] == HELD -> unlock(); fast = false; goto critical
+	:: st[me] == HELD -> TOK(mytok = rtok[me]); unlock(); fast = false;
+		goto critical
 	:: st[me] == PEND -> unlock(); goto wait
 	:: st[me] == FAST -> st[me] = RES; unlock(); goto obtain
 	:: else -> assert(false)
@@ -272,16 +328,20 @@ obtain:	/* request.c obtain(): queue the lane's slot, under the mutex */
 	lock();
 	inflate();
 	assert(st[me] == RES);
-	st[me] = PEND; q[qn] = me; qn++;
+	st[me] = PEND; q[qn] = me; qn++; TOK(rtok[me] = 0);
 	process_queue();
 	unlock();
 wait:
 	(st[me] == HELD || st[me] == FAST);
 	fast = st[me] == FAST;
+	TOK(mytok = rtok[me]);
 
 critical:
 	atomic { returning(); incs++ };
 	assert(incs == 1);
+#ifdef TOKENS
+	assert(mytok > lastcs); lastcs = mytok;
+#endif
 	incs--;
 
 	/* release_handle(): wlk__fast_let_go(), else under the mutex */
@@ -305,7 +365,8 @@ critical:
 				if
 				:: w != 0 && on && fh == me && fg == gen[me] &&
 				   fwait -> fh = w; fg = wg; fwait = false;
-					ok = true; mark(me); mark(w)
+					ok = true; mark(me); mark(w);
+					TOK(ntok++)
 				:: else -> ok = false
 				fi
 			}
@@ -333,7 +394,10 @@ critical:
 	atomic { gen[me] = (gen[me] + 1) % G; st[me] = RES }	/* kept */
 	process_queue();
 	unlock();
-	goto acquire
+	goto acquire;
+#ifdef TOKENS
+done:	skip
+#endif
 }
 
 /* query.c snapshot_copy(): the copy, with the fast path frozen; QN
