@@ -4,7 +4,7 @@
  * opposite orders: the classic deadlock. Each opens its manager with
  * detect_deadlocks, so whichever request would close the cycle fails with
  * WLK_EDEADLK instead of waiting for ever; that process lets go of what
- * it holds, waits a moment and starts again (README: Deadlocks).
+ * it holds, waits a moment and starts again (man weblocks, DEADLOCKS).
  *
  *     examples/deadlock [ROUNDS]
  *

@@ -3,6 +3,7 @@
 # demo.sh - Quick start 1: install what is missing, build, run examples/tabs.
 #
 # usage: examples/demo.sh [tabs options: -n TABS -s SECONDS -o ORIGIN]
+# (it adds -k: a tab is killed while it holds a lock, which passes on)
 #
 # Builds in build/ (or in the source tree if it is already configured there)
 # and reuses that build on later runs.
@@ -47,6 +48,9 @@ if [[ -z $origin ]]; then
 	origin="https://tabs-demo-$$.example"
 	args+=(-o "$origin")
 fi
+# -k: one more tab joins the election and is SIGKILLed while it holds the
+# lock "primary"; the lock passes on to the next tab in the queue.
+args+=(-k)
 cat <<'LEGEND'
 demo: how to read what follows
   tab-N            one of the processes ("tabs") sharing the bucket
@@ -59,7 +63,12 @@ demo: how to read what follows
   | queue: ...     NAME (client, mode, pid) and who waits for it, in order;
                    "doc" guards a file that tabs read (sh = shared) and
                    append to (ex = exclusive)
-  summary          violations counts any broken exclusion or token order
+  killing tab-N    the headline: the parent SIGKILLs the tab that holds
+                   "primary" (it never releases it); the next line shows
+                   the lock passed on to the next tab in the queue, and how
+                   many ms after the kill
+  summary          violations counts any broken exclusion or token order;
+                   tabs exits 1 if it is not 0
 LEGEND
 echo "demo: running examples/tabs ${args[*]}"
 "$builddir/examples/tabs" "${args[@]}" &

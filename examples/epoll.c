@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* epoll.c - an epoll loop that holds several locks at once, asynchronously. */
+/*
+ * epoll.c - an epoll loop that holds several locks at once, asynchronously;
+ * one of them is held by another process for a while, so it comes last.
+ * examples/loop.c is the shorter first read: one lock, poll(), no fork.
+ */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>

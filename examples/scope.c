@@ -2,7 +2,7 @@
 /*
  * scope.c - two processes that each need two resources, "ledger" and
  * "audit", listed in opposite orders, as in examples/deadlock.c; but each
- * takes both with one request, a scope (README: Scopes): granted on both
+ * takes both with one request, a scope (man weblocks, SCOPES): granted on both
  * names at once or not at all, so neither ever holds one and waits for
  * the other, and no order between them has to be agreed on.
  *

@@ -2,7 +2,7 @@
 /*
  * tabs.c - browser "tabs" (processes) coordinating through one lock bucket.
  *
- * usage: tabs [-n TABS] [-s SECONDS] [-o ORIGIN]
+ * usage: tabs [-n TABS] [-s SECONDS] [-o ORIGIN] [-k]
  *
  * The parent forks TABS processes that share the bucket of one origin:
  *
@@ -14,6 +14,10 @@
  *    shared mode, and append a line to it under "doc" in exclusive mode. A
  *    line is written in two steps with a pause in between, so a reader let
  *    in beside a writer would find half a line.
+ *  - A holder killed (-k). One more tab joins the election a quarter of the
+ *    way through; once it is primary the parent SIGKILLs it, lock held, and
+ *    the lock passes to the next tab in the queue without anyone releasing
+ *    it. The new primary says how long after the kill it got the lock.
  *
  * Meanwhile the parent shows the bucket's state (wlk_query()) every 200 ms.
  * The tabs check what the locks promise: one primary at a time, no reader
@@ -65,6 +69,10 @@ struct shared {
 	atomic_int readers;		/* tabs reading the doc right now */
 	atomic_int writers;		/* tabs writing the doc right now */
 	_Atomic uint64_t primary_token;	/* token of the last primary */
+	/* -k: the tab that is killed while primary, and when it was. */
+	atomic_int victim_holds;	/* it holds "primary": kill it now */
+	atomic_int dead_primaries;	/* 1 once it is killed: it counted in */
+	_Atomic uint64_t killed_ns;	/* when; 0 once a tab reported it */
 };
 
 /* One tab: a manager (a clientId) used by two threads. */
@@ -425,26 +433,59 @@ static int write_doc(struct wlk_lock *lock, void *arg)
 	return 0;
 }
 
-/* Exclusive "primary": this tab leads for a few ticks. */
-static int be_primary(struct wlk_lock *lock, void *arg)
+/*
+ * A tab has become primary: count it in and check that it is alone (a tab
+ * killed while primary never counts out) and that its token is above the
+ * last primary's. Return: the election's number.
+ */
+static long enter_primary(struct tab *t, uint64_t token)
 {
-	struct tab *t = arg;
-	uint64_t token = wlk_lock_token(lock);
 	uint64_t prev;
-	unsigned int ticks = 3 + rnd(&t->elect_rng) % 4;
-	long n;
 
-	if (atomic_fetch_add(&sh->primaries, 1))
+	if (atomic_fetch_add(&sh->primaries, 1) >
+	    atomic_load(&sh->dead_primaries))
 		violation("tab-%d became primary beside another", t->id);
 	prev = atomic_exchange(&sh->primary_token, token);
 	if (prev >= token)
 		violation("tab-%d: primary token %" PRIu64
 			  " is not above the last primary's %" PRIu64,
 			  t->id, token, prev);
-	n = atomic_fetch_add(&sh->elections, 1) + 1;
-	say("tab-%d is primary (election %ld, token %" PRIu64 ")", t->id, n,
-	    token);
+	return atomic_fetch_add(&sh->elections, 1) + 1;
+}
+
+/* Exclusive "primary": this tab leads for a few ticks. */
+static int be_primary(struct wlk_lock *lock, void *arg)
+{
+	struct tab *t = arg;
+	uint64_t token = wlk_lock_token(lock);
+	unsigned int ticks = 3 + rnd(&t->elect_rng) % 4;
+	long n = enter_primary(t, token);
+	uint64_t killed = atomic_exchange(&sh->killed_ns, 0);
+
+	if (killed)
+		say("tab-%d is primary (election %ld, token %" PRIu64
+		    "): the lock passed on %.1f ms after its holder was killed",
+		    t->id, n, token, (double)(now_ns() - killed) / 1e6);
+	else
+		say("tab-%d is primary (election %ld, token %" PRIu64 ")",
+		    t->id, n, token);
 	while (ticks-- && !tab_should_stop() && !wlk_lock_stolen(lock))
+		sleep_ms(TICK_MS);
+	atomic_fetch_sub(&sh->primaries, 1);
+	return 0;
+}
+
+/* The tab of -k: primary until the parent kills it (it never releases). */
+static int be_victim(struct wlk_lock *lock, void *arg)
+{
+	struct tab *t = arg;
+	uint64_t token = wlk_lock_token(lock);
+	long n = enter_primary(t, token);
+
+	say("tab-%d is primary (election %ld, token %" PRIu64
+	    ") and will be killed holding it", t->id, n, token);
+	atomic_store(&sh->victim_holds, 1);
+	while (!tab_should_stop())
 		sleep_ms(TICK_MS);
 	atomic_fetch_sub(&sh->primaries, 1);
 	return 0;
@@ -549,6 +590,34 @@ static int tab_main(int id, const char *origin)
 	sigprocmask(SIG_BLOCK, &stops, NULL);
 	tab_signal = NULL;
 	wlk_signal_free(t.sig);
+	return atomic_load(&t.failed) ? 1 : 0;
+}
+
+/* The tab of -k: joins the election late, to be killed as its primary. */
+static int victim_main(int id, const char *origin, uint64_t join_ns)
+{
+	struct tab t = { .id = id };
+	char client_id[32];
+	struct wlk_manager_options mo = { .size = sizeof mo,
+					  .client_id = client_id };
+	int err;
+
+	snprintf(client_id, sizeof(client_id), "tab-%d", id);
+	err = wlk_signal_new(&t.sig);
+	if (!err)
+		err = wlk_manager_open(origin, &mo, &t.m);
+	if (err) {
+		say("tab-%d: %s", id, wlk_strerror(err));
+		return 1;
+	}
+	tab_signal = t.sig;
+	if (stop_requested)
+		wlk_signal_abort(t.sig, 0);
+	while (now_ns() < join_ns && !tab_should_stop())
+		sleep_ms(TICK_MS);
+	tab_request(&t, "primary", WLK_EXCLUSIVE, be_victim);
+	/* Not killed: the run ended first; the parent says so. */
+	wlk_manager_close(t.m);
 	return atomic_load(&t.failed) ? 1 : 0;
 }
 
@@ -673,11 +742,13 @@ static int show_state(struct wlk_manager *m)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: tabs [-n TABS] [-s SECONDS] [-o ORIGIN]\n"
+		"usage: tabs [-n TABS] [-s SECONDS] [-o ORIGIN] [-k]\n"
 		"  -n TABS     number of tab processes, 1..%d (default 4)\n"
 		"  -s SECONDS  how long they run (default 5)\n"
 		"  -o ORIGIN   origin whose bucket they share\n"
-		"              (default https://tabs-demo-PID.example)\n",
+		"              (default https://tabs-demo-PID.example)\n"
+		"  -k          one more tab joins the election and is SIGKILLed\n"
+		"              while primary: the lock must pass on\n",
 		MAX_TABS);
 }
 
@@ -695,11 +766,14 @@ int main(int argc, char **argv)
 	int ntabs = 4, alive = 0, failed_tabs = 0, opt, fd, err, i;
 	double seconds = 5;
 	bool termed = false, killed = false, hung = false, doc_ok = true;
+	bool kill_one = false, victim_killed = false;
+	pid_t victim = -1;
+	int victim_status = -1;
 	uint64_t term_at, kill_at = 0;
 	long lines = -1;
 	char *end;
 
-	while ((opt = getopt(argc, argv, "n:s:o:h")) != -1) {
+	while ((opt = getopt(argc, argv, "n:s:o:kh")) != -1) {
 		switch (opt) {
 		case 'n':
 			ntabs = (int)strtol(optarg, &end, 10);
@@ -718,6 +792,9 @@ int main(int argc, char **argv)
 			break;
 		case 'o':
 			origin = optarg;
+			break;
+		case 'k':
+			kill_one = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -791,6 +868,19 @@ int main(int argc, char **argv)
 		alive++;
 	}
 	ntabs = i;
+	if (kill_one && !stop_requested) {
+		victim = fork();
+		if (victim == 0)
+			_exit(victim_main(ntabs + 1, origin,
+					  start_ns + (deadline_ns - start_ns) / 4));
+		if (victim < 0) {
+			say("fork: %s", strerror(errno));
+			failed_tabs++;
+			stop_requested = SIGTERM;
+		} else {
+			alive++;
+		}
+	}
 
 	while (alive) {
 		uint64_t now;
@@ -801,7 +891,20 @@ int main(int argc, char **argv)
 		err = show_state(m);
 		if (err)
 			say("wlk_query: %s", wlk_strerror(err));
+		if (atomic_load(&sh->victim_holds) && !victim_killed) {
+			say("killing tab-%d (pid %ld) with SIGKILL while it "
+			    "holds \"primary\"", ntabs + 1, (long)victim);
+			/* Before the kill: the next primary may come at once. */
+			atomic_store(&sh->dead_primaries, 1);
+			atomic_store(&sh->killed_ns, now_ns());
+			kill(victim, SIGKILL);
+			victim_killed = true;
+		}
 		while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+			if (pid == victim) {
+				victim_status = st;
+				alive--;
+			}
 			for (i = 0; i < ntabs; i++) {
 				if (pids[i] == pid) {
 					status[i] = st;
@@ -821,6 +924,8 @@ int main(int argc, char **argv)
 			for (i = 0; i < ntabs; i++)
 				if (status[i] == -1)
 					kill(pids[i], SIGTERM);
+			if (victim > 0 && victim_status == -1)
+				kill(victim, SIGTERM);
 			termed = true;
 			kill_at = now + GRACE_NS;
 		}
@@ -829,6 +934,8 @@ int main(int argc, char **argv)
 			for (i = 0; i < ntabs; i++)
 				if (status[i] == -1)
 					kill(pids[i], SIGKILL);
+			if (victim > 0 && victim_status == -1)
+				kill(victim, SIGKILL);
 			killed = true;
 		}
 	}
@@ -842,6 +949,24 @@ int main(int argc, char **argv)
 		else
 			say("tab-%d exited with status %d", i + 1,
 			    WEXITSTATUS(status[i]));
+	}
+	/*
+	 * -k: the victim must have died of the parent's SIGKILL, and a
+	 * waiting tab got the lock after it (be_primary() cleared killed_ns).
+	 */
+	if (kill_one && !stop_requested && !hung) {
+		if (!victim_killed) {
+			say("tab-%d was never primary: nothing was killed",
+			    ntabs + 1);
+			failed_tabs++;
+		} else if (!WIFSIGNALED(victim_status) ||
+			   WTERMSIG(victim_status) != SIGKILL) {
+			say("tab-%d did not die of the SIGKILL", ntabs + 1);
+			failed_tabs++;
+		} else if (atomic_load(&sh->killed_ns)) {
+			violation("the lock of the killed tab-%d never passed "
+				  "on", ntabs + 1);
+		}
 	}
 	wlk_manager_close(m);
 

@@ -65,12 +65,12 @@
  *    Requests blocked behind a process sleep on its lifeline too, so the
  *    kernel wakes them when it dies; they take over its slot, release its
  *    locks and grant the queue. Measured failover (holder SIGKILLed ->
- *    blocked waiter in another process granted): see README and
- *    bench/failover. A request waiting behind more than 32 other processes
- *    (WLK_WATCH_MAX in lib/tunables.h) also re-checks every 100 ms
- *    (WLK_RECHECK_NS). Asynchronous requests (weblocks/async.h) are woken
- *    the same way, by exit and exec alike: a library thread sleeps on the
- *    lifelines of their blockers, and the manager's descriptor becomes
+ *    blocked waiter in another process granted): bench/results.md, part 3
+ *    (bench/failover). A request waiting behind more than 32 other
+ *    processes (WLK_WATCH_MAX in lib/tunables.h) also re-checks every
+ *    100 ms (WLK_RECHECK_NS). Asynchronous requests (weblocks/async.h)
+ *    are woken the same way, by exit and exec alike: a library thread sleeps on
+ *    the lifelines of their blockers, and the manager's descriptor becomes
  *    readable within milliseconds of the death; only beyond 32 blocking
  *    processes per manager (PIDFD_MAX) or in the process (WLK_WATCH_MAX)
  *    does it fall back to the 100 ms re-check. Locks of a dead process
@@ -185,7 +185,10 @@
  * lock is not a wait (another thread holds it and lets go); a cycle closed
  * by a request of a manager without detect_deadlocks is not refused; and
  * a manager may wait for something other than a lock of this bucket.
- * shm-inspect dump and check report the cycles that exist.
+ * shm-inspect dump and check report the cycles that exist. It is an
+ * extension, off by default: the spec has no such error, and each request
+ * that would wait pays for a walk of the bucket's pending requests under
+ * the segment mutex. examples/deadlock.c shows it.
  *
  * SCOPES
  *
@@ -210,7 +213,11 @@
  * name gets its own fencing token, in that name's order
  * (wlk_lock_scope_token()). query() shows a scope under each of its names,
  * with one &wlk_lock_info.scope value. A scope has at most %WLK_SCOPE_MAX
- * distinct names.
+ * distinct names. Cost: a scope always takes the segment mutex (once to be
+ * granted, once to be released), where an uncontended single name takes
+ * the fast path without it; make bench (part 6) measures both. A single
+ * request for two names in any order cannot deadlock, where two nested
+ * wlk_acquire() calls in opposite orders can (examples/scope.c).
  *
  * ETCD ENGINE
  *

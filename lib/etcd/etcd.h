@@ -4,7 +4,7 @@
  * cluster, reached through its JSON gateway (HTTP/1.1) with libcurl and
  * json-c. What its files share.
  *
- * The mapping (README: "The etcd engine"):
+ * The mapping (weblocks.h, ETCD ENGINE):
  *
  *  - A request is one key, attached to its manager's lease:
  *        wlk1/<hex origin>.<hex bucket>.<hex partition>/<hex name>/<c><m>-<lease>-<seq>

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# check.sh - the layering of lib/ (README: Architecture), checked on the
+# check.sh - the layering of lib/ (HACKING: Architecture), checked on the
 # built objects: every call between files of lib/ must go down.
 #
 #   1. A file may call a function of its own folder or of a lower layer,

@@ -3,9 +3,10 @@
  * t_remove.c - shm-inspect rm and gc, and the stale marks of list and
  * check: a bucket in use is refused unless --force; one whose processes
  * all died is stale, listed so, warned about by check (exit 6), and
- * removed by rm without --force and proposed by gc --dry-run. (gc itself
+ * removed by rm without --force and proposed by gc --dry-run. (Here gc
  * would remove the stale segments of every test running beside this one,
- * and of anything else of this user: it is run dry only.)
+ * and of anything else of this user: it is run dry only. tests/tools/gc.sh
+ * runs a real gc on a /dev/shm of its own.)
  */
 #include <stdlib.h>
 #include <string.h>
