@@ -13,6 +13,11 @@
  * the two processes are counted. Target: the handoff to the head of the
  * longest queue at most 1.2x the handoff with 1 waiter (queue depth costs
  * nothing at the head).
+ *
+ * Anchor: the same ring with no lock library, each thread asleep on a
+ * futex word of its own and the holder waking the next one directly (a
+ * FIFO queue could not hand over with less): how much of the deeper
+ * ring's cost is the kernel's and the CPUs', not the library's.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -36,6 +41,9 @@ struct ring {
 	volatile uint32_t admit[MAX_THREADS]; /* thread i may queue */
 	volatile uint32_t go;      /* every waiter is queued */
 	volatile uint32_t stop;
+	volatile uint32_t raw;     /* the anchor's ring (top of file) */
+	volatile uint32_t ready;   /* raw: threads asleep on their turn */
+	volatile uint32_t turn[MAX_THREADS]; /* raw: thread i's turn */
 	volatile uint64_t t_release;
 	volatile int owner;        /* thread that released last */
 	uint32_t n;                /* samples taken (under the lock) */
@@ -47,15 +55,36 @@ static struct ring *ring;
 static struct wlk_manager *pm; /* this process's manager */
 static int nthreads, proc;
 
+/* The anchor's acquire: wait for our turn on our own word. */
+static void raw_acquire(int me)
+{
+	__atomic_add_fetch(&ring->ready, 1, __ATOMIC_SEQ_CST);
+	while (!ring->turn[me])
+		fwait(&ring->turn[me], 0);
+	ring->turn[me] = 0;
+}
+
+/* The anchor's release: the next thread's turn, and one wake. */
+static void raw_release(int me)
+{
+	int next = (me + 1) % nthreads;
+
+	__atomic_store_n(&ring->turn[next], 1, __ATOMIC_SEQ_CST);
+	fwake(&ring->turn[next]);
+}
+
 static void *ring_thread(void *arg)
 {
 	int me = (int)(intptr_t)arg;
-	struct wlk_lock *l;
+	struct wlk_lock *l = NULL;
 
 	while (!ring->admit[me])
 		fwait(&ring->admit[me], 0);
 	for (;;) {
-		check(wlk_acquire(pm, "q", 1, NULL, &l), "acquire");
+		if (ring->raw)
+			raw_acquire(me);
+		else
+			check(wlk_acquire(pm, "q", 1, NULL, &l), "acquire");
 		while (!ring->go)
 			fwait(&ring->go, 0); /* thread 0, while others queue */
 		if (ring->t_release && ring->owner % 2 != me % 2 &&
@@ -67,7 +96,10 @@ static void *ring_thread(void *arg)
 		spin_until(now_ns() + HOLD_NS);
 		ring->owner = me;
 		ring->t_release = now_ns();
-		check(wlk_release(l), "release");
+		if (ring->raw)
+			raw_release(me);
+		else
+			check(wlk_release(l), "release");
 		if (ring->stop)
 			return NULL; /* the ring drains: nobody queues again */
 	}
@@ -106,9 +138,10 @@ static size_t pending(struct wlk_manager *m, size_t *held)
 	return n;
 }
 
-/* One run with @n waiters; appends to @pass and returns the median. */
+/* One run with @n waiters (@raw: the anchor's ring); appends to @pass and
+ * returns the median. */
 static double run(struct wlk_manager *m, int n, uint32_t samples,
-		  struct samples *pass)
+		  struct samples *pass, bool raw)
 {
 	struct samples rep = {0};
 	pid_t pid[2];
@@ -117,16 +150,22 @@ static double run(struct wlk_manager *m, int n, uint32_t samples,
 
 	memset(ring, 0, sizeof(*ring));
 	ring->limit = samples + WARMUP;
+	ring->raw = raw;
+	ring->turn[0] = 1;
 	nthreads = n + 1;
 	for (int p = 0; p < 2; p++)
 		pid[p] = spawn(ring_proc, (void *)(intptr_t)p);
-	/* Thread 0 takes the lock, then each waiter queues in turn. */
+	/* Thread 0 takes the lock, then each waiter queues in turn; in the
+	 * anchor's ring, every thread waits for its turn. */
 	for (int i = 0; i <= n; i++) {
 		ring->admit[i] = 1;
 		fwake(&ring->admit[i]);
-		while (pending(m, &held) < (size_t)i || held < 1)
+		while (!raw && (pending(m, &held) < (size_t)i || held < 1))
 			usleep(50);
 	}
+	while (raw && __atomic_load_n(&ring->ready, __ATOMIC_SEQ_CST) <
+			      (uint32_t)nthreads)
+		usleep(50);
 	ring->go = 1;
 	fwake(&ring->go);
 	for (int p = 0; p < 2; p++)
@@ -140,7 +179,7 @@ static double run(struct wlk_manager *m, int n, uint32_t samples,
 	return med;
 }
 
-static void report(struct fig *f)
+static void report(struct fig *f, struct fig *raw)
 {
 	struct summary s, one = fig_sum(&f[0]);
 	size_t last = 0;
@@ -167,12 +206,36 @@ static void report(struct fig *f)
 		x = s.median / one.median;
 		emit_target(key, "<= 1.2x the 1-waiter handoff", x <= 1.2,
 			    "%.2fx", x);
+		if (raw[0].n && raw[last].n) {
+			struct summary r1 = fig_sum(&raw[0]);
+			struct summary rn = fig_sum(&raw[last]);
+
+			snprintf(label, sizeof(label),
+				 "raw futex ring, no library, %d waiters "
+				 "(same run)", points[last]);
+			emit_anchor(key, label, "us", &rn);
+			emit_anchor(key, "raw futex ring, 1 waiter (same run)",
+				    "us", &r1);
+			emit_limit(key,
+				   "the ring of %d threads costs %.2fx the "
+				   "1-waiter one with weblocks, and %.2fx "
+				   "with no library at all (each thread "
+				   "asleep on its own futex word, woken by "
+				   "the holder directly): that much of the "
+				   "depth's cost is the kernel's and the "
+				   "CPUs' (more threads' wake-ups and "
+				   "caches), which no lock can avoid; "
+				   "weblocks at %d waiters is %.2fx the raw "
+				   "ring",
+				   points[last], x, rn.median / r1.median,
+				   points[last], s.median / rn.median);
+		}
 	}
 }
 
 int main(int argc, char **argv)
 {
-	struct fig f[NPOINTS] = {0};
+	struct fig f[NPOINTS] = {0}, raw[NPOINTS] = {0};
 	struct wlk_manager *m;
 	size_t npoints;
 	uint32_t samples;
@@ -192,19 +255,34 @@ int main(int argc, char **argv)
 	check(wlk_manager_open(lkw.origin, NULL, &m), "open");
 	for (int p = 0; p < bopt.passes; p++) {
 		struct samples pass[NPOINTS] = {{0}}, meds[NPOINTS] = {{0}};
+		struct samples rpass[NPOINTS] = {{0}}, rmeds[NPOINTS] = {{0}};
 
+		/* The library's ring and the anchor's, interleaved. */
 		for (int k = 0; k < reps; k++)
-			for (size_t i = 0; i < npoints; i++)
+			for (size_t i = 0; i < npoints; i++) {
 				samples_add(&meds[i], run(m, points[i], samples,
-							  &pass[i]));
+							  &pass[i], false));
+				if (i != 0 && i != npoints - 1)
+					continue;
+				samples_add(&rmeds[i],
+					    run(m, points[i], samples,
+						&rpass[i], true));
+			}
 		for (size_t i = 0; i < npoints; i++) {
 			fig_add(&f[i], median(meds[i].v, meds[i].n),
 				quantile(pass[i].v, pass[i].n, 0.99));
+			if (rmeds[i].n)
+				fig_add(&raw[i],
+					median(rmeds[i].v, rmeds[i].n),
+					quantile(rpass[i].v, rpass[i].n,
+						 0.99));
 			samples_free(&pass[i]);
 			samples_free(&meds[i]);
+			samples_free(&rpass[i]);
+			samples_free(&rmeds[i]);
 		}
 	}
-	report(f);
+	report(f, raw);
 	wlk_manager_close(m);
 	lk_world_fini();
 	bench_fini();
