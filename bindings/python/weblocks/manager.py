@@ -225,7 +225,7 @@ class _Options:
 
     __slots__ = ("name", "raw", "raw_len", "mode", "mode_name",
                  "if_available", "steal", "signal", "timeout", "c", "probe",
-                 "m_arg", "len_arg")
+                 "m_arg", "len_arg", "outs")
 
     def __init__(self, name: Any, mode: Any, if_available: Any, steal: Any,
                  signal: Any, timeout: Any) -> None:
@@ -285,7 +285,6 @@ _get_ident = threading.get_ident
 _acquire_now: Any = None
 _release_now: Any = None
 _PROBE_EXCLUSIVE = byref(_PROBES[_lib.EXCLUSIVE])
-_new = object.__new__
 
 
 class LockRequest:
@@ -358,11 +357,18 @@ class _PlainRequest(Lock, LockRequest):
 
     Lock's ``_ptr`` is False until entered, then the lock as a c_void_p
     (the unchecked release must not be given an int), None once released
-    or if the request failed. Lock's ``name`` and ``mode`` come from the
-    options, kept per name by the manager.
+    or if the request failed. ``_out`` is that c_void_p with its byref,
+    which wlk_acquire wrote into: taken from the options' ``outs`` and put
+    back there after the release, so that a with-block allocates neither
+    (each request has its own while it holds the lock, so threads cannot
+    mix them up). Lock's ``name`` and ``mode`` come from the options,
+    kept per name by the manager.
     """
 
-    __slots__ = ("_manager", "_opts")
+    __slots__ = ("_manager", "_opts", "_out")
+    # Made by LockManager.request() as _PlainRequest(), which then sets the
+    # slots: object's __init__, not Lock's (the cheapest construction).
+    __init__ = object.__init__  # type: ignore[assignment]
 
     name = property(lambda self: self._opts.name,  # type: ignore[assignment]
                     doc="the name as it was requested.")
@@ -377,11 +383,17 @@ class _PlainRequest(Lock, LockRequest):
         m = o.m_arg
         if m is None:
             raise _closed()
-        out = c_void_p()
-        rc = _acquire_now(m, o.raw, o.len_arg, _PROBE_EXCLUSIVE, byref(out))
+        try:
+            pair = o.outs.pop()
+        except IndexError:
+            pair = _out_pair(None)
+        rc = _acquire_now(m, o.raw, o.len_arg, _PROBE_EXCLUSIVE, pair[1])
         if rc:
             raise self._manager._error(rc, o)
-        self._ptr = out if out else _adopt(self._manager._wait(o))
+        if not pair[0]:
+            pair = _out_pair(_adopt(self._manager._wait(o)))
+        self._out = pair
+        self._ptr = pair[0]
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -389,6 +401,7 @@ class _PlainRequest(Lock, LockRequest):
         if ptr:
             self._ptr = None
             rc = _release_now(ptr)
+            self._opts.outs.append(self._out)
             # The block's own exception wins over "stolen" or "closed".
             if rc and exc is None:
                 raise from_code(rc, f"release of {self._opts.name!r}")
@@ -397,7 +410,10 @@ class _PlainRequest(Lock, LockRequest):
         if self._ptr is not False:
             raise RuntimeError("a LockRequest can be entered only once")
         self._ptr = None
-        self._ptr = _adopt(await self._manager._acquire_async(self._opts))
+        pair = _out_pair(_adopt(await self._manager._acquire_async(
+            self._opts)))
+        self._out = pair
+        self._ptr = pair[0]
         return self
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -409,12 +425,18 @@ class _PlainRequest(Lock, LockRequest):
         return super().__repr__()
 
 
-def _adopt(lock: Optional[Lock]) -> c_void_p:
+def _adopt(lock: Optional[Lock]) -> Optional[int]:
     """Take over the pointer of a Lock a plain request waited for (never
     None: a plain request is not if_available)."""
     assert lock is not None
     ptr, lock._ptr = lock._ptr, None
-    return c_void_p(ptr)
+    return ptr
+
+
+def _out_pair(ptr: Optional[int]) -> Tuple[c_void_p, Any]:
+    """A c_void_p holding ptr, and its byref (wlk_acquire's out)."""
+    out = c_void_p(ptr)
+    return out, byref(out)
 
 
 def _closed() -> InvalidStateError:
@@ -541,7 +563,7 @@ class LockManager:
             o = self._plain.get(name)
             if o is None:
                 o = self._plain_options(name)
-            req = _new(_PlainRequest)
+            req = _PlainRequest()
             req._manager = self
             req._opts = o
             req._ptr = False
@@ -629,6 +651,7 @@ class LockManager:
         and kept, with the C call's arguments converted."""
         o = _Options(name, "exclusive", False, False, None, None)
         o.len_arg = c_size_t.from_param(o.raw_len)
+        o.outs = []
         o.m_arg = c_void_p.from_param(self._m) if self._m else None
         if o.m_arg is not None:
             if len(self._plain) >= _PLAIN_CACHE:
