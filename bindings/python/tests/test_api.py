@@ -396,6 +396,10 @@ def test_plain_request_waits_on_a_worker_thread(origin):
     # The if_available probe misses; the request then queues and waits.
     with LockManager(origin) as a, LockManager(origin) as b:
         order = []
+        # b's out pointer for "w" is kept with the stale pointer of this
+        # released lock: the probe that misses must not take it for a grant.
+        with b.request("w"):
+            pass
 
         def worker():
             with b.request("w") as lock:

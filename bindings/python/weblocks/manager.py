@@ -350,8 +350,8 @@ class _PlainRequest(Lock, LockRequest):
     """``locks.request(name)``: a str name, no callback, no options.
 
     The request is also the Lock it gives, so that the uncontended
-    with-block makes one object (without __init__: LockManager.request sets
-    its slots) and two C calls: an if_available probe (the spec's checks
+    with-block makes one object (without Lock's __init__:
+    LockManager.request sets its slots) and two C calls: an if_available probe (the spec's checks
     answer it as they would the request) and the release. A probe that
     misses goes on to wait as any request does.
 
@@ -390,7 +390,7 @@ class _PlainRequest(Lock, LockRequest):
         rc = _acquire_now(m, o.raw, o.len_arg, _PROBE_EXCLUSIVE, pair[1])
         if rc:
             raise self._manager._error(rc, o)
-        if not pair[0]:
+        if not pair[0]:  # a miss writes NULL there
             pair = _out_pair(_adopt(self._manager._wait(o)))
         self._out = pair
         self._ptr = pair[0]
