@@ -364,6 +364,65 @@ def test_close_releases_and_ends_waiters(origin):
         a.close()
 
 
+def test_plain_request_is_used_once_and_sees_close(origin):
+    # request(name) without options is its own short path (one object, the
+    # options kept per name): the same contract as any request.
+    with LockManager(origin) as a, LockManager(origin) as b:
+        req = a.request("p")
+        assert isinstance(req, weblocks.LockRequest)
+        assert "LockRequest" in repr(req)
+        with req as lock:
+            assert isinstance(lock, weblocks.Lock)
+            assert (lock.name, lock.mode) == ("p", "exclusive")
+            assert lock.token > 0 and not lock.stolen
+            assert "held" in repr(lock)
+            with b.request("p", if_available=True) as other:
+                assert other is None
+        assert "released" in repr(lock) and not lock.stolen
+        with pytest.raises(RuntimeError):
+            req.__enter__()
+        # Made before the close, entered after it.
+        late = a.request("p")
+        a.close()
+        with pytest.raises(InvalidStateError):
+            late.__enter__()
+        with pytest.raises(InvalidStateError):
+            a.request("p").__enter__()
+        with b.request("p", if_available=True) as other:
+            assert other is not None
+
+
+def test_plain_request_waits_on_a_worker_thread(origin):
+    # The if_available probe misses; the request then queues and waits.
+    with LockManager(origin) as a, LockManager(origin) as b:
+        order = []
+        # b's out pointer for "w" is kept with the stale pointer of this
+        # released lock: the probe that misses must not take it for a grant.
+        with b.request("w"):
+            pass
+
+        def worker():
+            with b.request("w") as lock:
+                order.append(("b", lock.name, lock.token))
+
+        with a.request("w") as first:
+            t = threading.Thread(target=worker)
+            t.start()
+            wait_until(lambda: pending_names(a) == ["w"], "b queued")
+            order.append(("a", first.name, first.token))
+        t.join(10)
+        assert [o[0] for o in order] == ["a", "b"]
+        assert order[1][2] > order[0][2]
+
+
+def test_plain_request_keeps_its_manager(origin):
+    # The request holds its manager: nothing else refers to it here.
+    req = LockManager(origin).request("k")
+    with req as lock:
+        assert lock.name == "k"
+    del req, lock
+
+
 def test_remove_bucket(origin):
     a = LockManager(origin)
     try:

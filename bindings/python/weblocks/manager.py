@@ -8,7 +8,7 @@ import itertools
 import os
 import select
 import threading
-from ctypes import byref, c_void_p, string_at
+from ctypes import byref, c_size_t, c_void_p, string_at
 from dataclasses import dataclass
 from time import perf_counter as _perf_counter
 from typing import (Any, Awaitable, Callable, Dict, List, Optional, Tuple,
@@ -116,9 +116,10 @@ class Lock:
     def token(self) -> int:
         """The grant's fencing token: larger than every earlier grant's of
         the same name in the bucket (an extension)."""
-        if not self._token and self._ptr:
-            self._token = _lib.lib().wlk_lock_token(self._ptr)
-        return self._token
+        token = getattr(self, "_token", 0)
+        if not token and self._ptr:
+            token = self._token = _lib.lib().wlk_lock_token(self._ptr)
+        return token
 
     @property
     def stolen(self) -> bool:
@@ -223,7 +224,8 @@ class _Options:
     """The checked options of one request."""
 
     __slots__ = ("name", "raw", "raw_len", "mode", "mode_name",
-                 "if_available", "steal", "signal", "timeout", "c", "probe")
+                 "if_available", "steal", "signal", "timeout", "c", "probe",
+                 "m_arg", "len_arg", "outs")
 
     def __init__(self, name: Any, mode: Any, if_available: Any, steal: Any,
                  signal: Any, timeout: Any) -> None:
@@ -277,10 +279,12 @@ _PROBES = {mode: _lib.Options(_OPTIONS_SIZE, mode, True, False, None, 0)
            for mode in _MODE_NAMES}
 _MAIN_THREAD = threading.main_thread().ident
 _get_ident = threading.get_ident
-# The two calls of the uncontended path, bound when the first manager
-# opens (the library is loaded by then).
-_wlk_acquire: Any = None
-_wlk_release: Any = None
+# The two calls of the uncontended path without argument conversion
+# (_lib.unchecked), bound when the first manager opens (the library is
+# loaded by then), and the exclusive probe's options as their argument.
+_acquire_now: Any = None
+_release_now: Any = None
+_PROBE_EXCLUSIVE = byref(_PROBES[_lib.EXCLUSIVE])
 
 
 class LockRequest:
@@ -292,6 +296,14 @@ class LockRequest:
     ``if_available`` request could not be granted at once; the lock is
     released when the block exits, also by an exception.
     """
+
+    # Two implementations: _PlainRequest for a str name without options
+    # (the common case, kept short), _Request for everything else.
+    __slots__ = ()
+
+
+class _Request(LockRequest):
+    """A request with options, or a name that is not a str."""
 
     __slots__ = ("_manager", "_opts", "_lock", "_used")
 
@@ -307,35 +319,12 @@ class LockRequest:
         self._used = True
 
     def __enter__(self) -> Optional[Lock]:
-        if self._used:
-            raise RuntimeError("a LockRequest can be entered only once")
-        self._used = True
-        o = self._opts
-        m = self._manager._m
-        if m and o.probe is not None and _get_ident() == _MAIN_THREAD:
-            # LockManager._acquire()'s first step inline: the uncontended
-            # path of the main thread is this call and one more.
-            out = c_void_p()
-            rc = _wlk_acquire(m, o.raw, o.raw_len, o.probe, out)
-            if rc:
-                raise self._manager._error(rc, o)
-            if out.value:
-                lock = self._lock = Lock(o.name, o.mode_name, out.value)
-            else:
-                lock = self._lock = self._manager._wait_interruptibly(o)
-            return lock
-        lock = self._lock = self._manager._acquire(o)
+        self._start()
+        lock = self._lock = self._manager._acquire(self._opts)
         return lock
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        lock = self._lock
-        if lock is not None:
-            # The common case inline: released, not stolen.
-            self._lock = None
-            ptr, lock._ptr = lock._ptr, None
-            rc = _wlk_release(ptr) if ptr else 0
-            if rc and exc is None:
-                raise from_code(rc, f"release of {lock.name!r}")
+        self._finish(exc is not None)
 
     async def __aenter__(self) -> Optional[Lock]:
         self._start()
@@ -355,6 +344,103 @@ class LockRequest:
             # The block's own exception wins over "stolen" or "closed".
             if not failing:
                 raise
+
+
+class _PlainRequest(Lock, LockRequest):
+    """``locks.request(name)``: a str name, no callback, no options.
+
+    The request is also the Lock it gives, so that the uncontended
+    with-block makes one object (without Lock's __init__:
+    LockManager.request sets its slots) and two C calls: an if_available probe (the spec's checks
+    answer it as they would the request) and the release. A probe that
+    misses goes on to wait as any request does.
+
+    Lock's ``_ptr`` is False until entered, then the lock as a c_void_p
+    (the unchecked release must not be given an int), None once released
+    or if the request failed. ``_out`` is that c_void_p with its byref,
+    which wlk_acquire wrote into: taken from the options' ``outs`` and put
+    back there after the release, so that a with-block allocates neither
+    (each request has its own while it holds the lock, so threads cannot
+    mix them up). Lock's ``name`` and ``mode`` come from the options,
+    kept per name by the manager.
+    """
+
+    __slots__ = ("_manager", "_opts", "_out")
+    # Made by LockManager.request() as _PlainRequest(), which then sets the
+    # slots: object's __init__, not Lock's (the cheapest construction).
+    __init__ = object.__init__  # type: ignore[assignment]
+
+    name = property(lambda self: self._opts.name,  # type: ignore[assignment]
+                    doc="the name as it was requested.")
+    mode = property(lambda self: "exclusive",  # type: ignore[assignment]
+                    doc='"exclusive".')
+
+    def __enter__(self) -> Lock:
+        if self._ptr is not False:
+            raise RuntimeError("a LockRequest can be entered only once")
+        self._ptr = None
+        o = self._opts
+        m = o.m_arg
+        if m is None:
+            raise _closed()
+        try:
+            pair = o.outs.pop()
+        except IndexError:
+            pair = _out_pair(None)
+        rc = _acquire_now(m, o.raw, o.len_arg, _PROBE_EXCLUSIVE, pair[1])
+        if rc:
+            raise self._manager._error(rc, o)
+        if not pair[0]:  # a miss writes NULL there
+            pair = _out_pair(_adopt(self._manager._wait(o)))
+        self._out = pair
+        self._ptr = pair[0]
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        ptr = self._ptr
+        if ptr:
+            self._ptr = None
+            rc = _release_now(ptr)
+            self._opts.outs.append(self._out)
+            # The block's own exception wins over "stolen" or "closed".
+            if rc and exc is None:
+                raise from_code(rc, f"release of {self._opts.name!r}")
+
+    async def __aenter__(self) -> Lock:
+        if self._ptr is not False:
+            raise RuntimeError("a LockRequest can be entered only once")
+        self._ptr = None
+        pair = _out_pair(_adopt(await self._manager._acquire_async(
+            self._opts)))
+        self._out = pair
+        self._ptr = pair[0]
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    def __repr__(self) -> str:
+        if self._ptr is False:
+            return f"<LockRequest {self._opts.name!r} exclusive>"
+        return super().__repr__()
+
+
+def _adopt(lock: Optional[Lock]) -> Optional[int]:
+    """Take over the pointer of a Lock a plain request waited for (never
+    None: a plain request is not if_available)."""
+    assert lock is not None
+    ptr, lock._ptr = lock._ptr, None
+    return ptr
+
+
+def _out_pair(ptr: Optional[int]) -> Tuple[c_void_p, Any]:
+    """A c_void_p holding ptr, and its byref (wlk_acquire's out)."""
+    out = c_void_p(ptr)
+    return out, byref(out)
+
+
+def _closed() -> InvalidStateError:
+    return InvalidStateError("the lock manager is closed", _lib.ESTATE)
 
 
 class LockManager:
@@ -391,6 +477,7 @@ class LockManager:
         self._fd = -1
         self._loops: Dict[asyncio.AbstractEventLoop, int] = {}
         self._loops_mutex = threading.Lock()
+        # request(name)'s options per name: _plain_options().
         self._plain: Dict[str, _Options] = {}
         o = _manager_options(bucket, partition)
         o.client_id = _encode_id("client_id", client_id)
@@ -405,8 +492,10 @@ class LockManager:
             setattr(o, field, value)
         out = c_void_p()
         lib = _lib.lib()
-        global _wlk_acquire, _wlk_release
-        _wlk_acquire, _wlk_release = lib.wlk_acquire, lib.wlk_release
+        global _acquire_now, _release_now
+        if _release_now is None:
+            _acquire_now = _lib.unchecked("wlk_acquire")
+            _release_now = _lib.unchecked("wlk_release")
         rc = lib.wlk_manager_open(_encode_id("origin", origin, False),
                                   byref(o), byref(out))
         if rc:
@@ -466,20 +555,23 @@ class LockManager:
         withdraws the request); on other threads it waits in the library
         with the GIL released.
         """
+        if (callback is None and type(name) is str and mode == "exclusive"
+                and not if_available and not steal and signal is None
+                and timeout is None):
+            # The common case: no object but the request, whose options
+            # (checked, converted for the C call) are kept per name.
+            o = self._plain.get(name)
+            if o is None:
+                o = self._plain_options(name)
+            req = _PlainRequest()
+            req._manager = self
+            req._opts = o
+            req._ptr = False
+            return req
         if callback is not None and not callable(callback):
             raise WebLocksTypeError("callback must be callable")
-        if (mode == "exclusive" and not if_available and not steal
-                and signal is None and timeout is None
-                and type(name) is str):
-            opts = self._plain.get(name)
-            if opts is None:
-                if len(self._plain) >= _PLAIN_CACHE:
-                    self._plain.clear()
-                opts = self._plain[name] = _Options(name, mode, False, False,
-                                                    None, None)
-        else:
-            opts = _Options(name, mode, if_available, steal, signal, timeout)
-        req = LockRequest(self, opts)
+        req = _Request(self, _Options(name, mode, if_available, steal,
+                                      signal, timeout))
         if callback is None:
             return req
         if inspect.iscoroutinefunction(callback):
@@ -523,6 +615,10 @@ class LockManager:
         """
         m, self._m = self._m, None
         if m:
+            # Plain requests made before (not entered yet) see it closed.
+            for o in self._plain.values():
+                o.m_arg = None
+            self._plain.clear()
             for loop in list(self._loops):
                 _remove_reader(loop, self._fd)
             self._loops.clear()
@@ -547,16 +643,32 @@ class LockManager:
     def _handle(self) -> int:
         m = self._m
         if not m:
-            raise InvalidStateError("the lock manager is closed",
-                                    _lib.ESTATE)
+            raise _closed()
         return m
+
+    def _plain_options(self, name: str) -> _Options:
+        """The options of ``request(name)`` without options, checked once
+        and kept, with the C call's arguments converted."""
+        o = _Options(name, "exclusive", False, False, None, None)
+        o.len_arg = c_size_t.from_param(o.raw_len)
+        o.outs = []
+        o.m_arg = c_void_p.from_param(self._m) if self._m else None
+        if o.m_arg is not None:
+            if len(self._plain) >= _PLAIN_CACHE:
+                self._plain.clear()
+            self._plain[name] = o
+        return o
+
+    def _wait(self, o: _Options) -> Optional[Lock]:
+        """A request whose if_available probe missed: wait for the grant
+        (interruptibly on the main thread, in the library elsewhere)."""
+        if _get_ident() == _MAIN_THREAD:
+            return self._wait_interruptibly(o)
+        return self._acquire(o)
 
     def _acquire(self, o: _Options) -> Optional[Lock]:
         """The blocking request: the lock, or None (if_available miss)."""
-        m = self._m
-        if not m:
-            raise InvalidStateError("the lock manager is closed",
-                                    _lib.ESTATE)
+        m = self._handle()
         out = c_void_p()
         lib = _lib._lib or _lib.lib()
         if _get_ident() != _MAIN_THREAD or o.if_available or o.steal:
