@@ -104,8 +104,6 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 static int deleted_at(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 		      int64_t *rev)
 {
-	struct curl_slist hdr = { .data = (char *)"Content-Type: "
-						   "application/json" };
 	struct json_object *req = json_object_new_object();
 	struct json_object *c = json_object_new_object();
 	struct json_object *f = json_object_new_array();
@@ -133,17 +131,8 @@ static int deleted_at(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 	for (unsigned int i = 0; i < m->conn.n_url && !h.done; i++) {
 		snprintf(url, sizeof(url), "%s/v3/watch",
 			 m->conn.url[(first + i) % m->conn.n_url]);
-		curl_easy_reset(e);
-		curl_easy_setopt(e, CURLOPT_URL, url);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(e, CURLOPT_HTTPHEADER, &hdr);
-		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
-		curl_easy_setopt(e, CURLOPT_WRITEDATA, &h);
-		curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-				 (long)CONNECT_MS);
-		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)ATTEMPT_MS);
-		curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+		wlk__etcd_post_setup(e, url, body, on_data, &h,
+				     (long)CONNECT_MS, (long)ATTEMPT_MS);
 		json_tokener_reset(h.tok);
 		h.pending = 0;
 		(void)curl_easy_perform(e); /* ended by on_data, or failed */

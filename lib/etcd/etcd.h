@@ -170,6 +170,12 @@ int wlk__etcd_call(struct wlk__etcd_conn *c, const char *path,
 const char *wlk__etcd_backend(const struct wlk_manager_options *o)
 	WLK_INTERNAL;
 void *wlk__etcd_handle_new(void) WLK_INTERNAL;
+/* A curl write callback (curl_write_callback), without curl's header. */
+typedef size_t (*wlk__etcd_write_fn)(char *data, size_t size, size_t nmemb,
+				     void *arg);
+void wlk__etcd_post_setup(void *h, const char *url, const char *body,
+			  wlk__etcd_write_fn write, void *arg,
+			  long connect_ms, long total_ms) WLK_INTERNAL;
 
 /* codec.c */
 char *wlk__etcd_b64(const void *p, size_t n) WLK_INTERNAL;

@@ -247,29 +247,45 @@ static enum attempt gateway_error(struct json_object *j, int *rc)
 	}
 }
 
+/* The header of every request: curl reads the list, never changes it. */
+static struct curl_slist json_hdr = {
+	.data = (char *)"Content-Type: application/json"
+};
+
+/*
+ * wlk__etcd_post_setup() - set up handle @h (reset first) for one POST of
+ * JSON @body to @url, the reply fed to @write(@arg): connected within
+ * @connect_ms and done within @total_ms, plain HTTP only, no signals.
+ * What every request to the gateway sets (this file's, deleter.c's).
+ */
+void wlk__etcd_post_setup(void *h, const char *url, const char *body,
+			  wlk__etcd_write_fn write, void *arg,
+			  long connect_ms, long total_ms)
+{
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, &json_hdr);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, arg);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, total_ms);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+}
+
 static enum attempt attempt(CURL *h, const char *url, const char *body,
 			    long ms, struct json_object **out, int *rc)
 {
-	struct curl_slist hdr = { .data = (char *)"Content-Type: "
-						   "application/json" };
 	struct buf b = { 0 };
 	struct json_object *j;
 	enum attempt a;
 	long status = 0;
 	CURLcode cc;
 
-	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, &hdr);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-			 ms < CONNECT_MS ? ms : (long)CONNECT_MS);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms < ATTEMPT_MS ? ms :
-			 (long)ATTEMPT_MS);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+	wlk__etcd_post_setup(h, url, body, on_data, &b,
+			     ms < CONNECT_MS ? ms : (long)CONNECT_MS,
+			     ms < ATTEMPT_MS ? ms : (long)ATTEMPT_MS);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
 	cc = curl_easy_perform(h);
 	if (cc != CURLE_OK) {

@@ -43,33 +43,42 @@ static int child_use_inherited(void *arg)
 	return t_put(in->fd, rc, sizeof(rc)) == 0 ? 0 : 1;
 }
 
-Test(fork, inherited_manager_and_lock_are_estate_and_never_hang, T_FIX,
-     .timeout = 20)
+/*
+ * Fork a child that uses @in's manager and lock (held on "r"): every call
+ * in the child is WLK_ESTATE and none hangs; nothing it did touched the
+ * parent's state, whose lock is then released.
+ */
+static void check_inherited(struct inherit *in)
 {
-	struct inherit in = { .m = t_open() };
 	struct t_pipe p;
 	int rc[7], i;
 	pid_t pid;
 
-	T_ASSERT_RC(wlk_acquire(in.m, "r", 1, NULL, &in.l), 0);
 	t_pipe_open(&p);
-	in.fd = p.wr;
-	pid = t_fork(child_use_inherited, &in);
+	in->fd = p.wr;
+	pid = t_fork(child_use_inherited, in);
 	cr_assert_eq(t_get(p.rd, rc, sizeof(rc), T_WAIT_MS), 0,
 		     "child hung using inherited handles");
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 0);
 	for (i = 0; i < 7; i++)
 		cr_assert_eq(rc[i], WLK_ESTATE, "call %d in child: %s", i,
 			     t_ename(rc[i]));
-
-	/* Nothing the child did touched the parent's state. */
-	cr_assert_eq(t_held_n(in.m, NULL, 0), 1);
-	cr_assert_eq(t_held_by_pid(in.m, "r", 1, getpid()), 1);
-	cr_assert_eq(t_pending_n(in.m, NULL, 0), 0);
-	cr_assert_not(wlk_lock_stolen(in.l));
-	T_ASSERT_RC(wlk_release(in.l), 0);
-	cr_assert_eq(t_held_n(in.m, NULL, 0), 0);
+	cr_assert_eq(t_held_n(in->m, NULL, 0), 1);
+	cr_assert_eq(t_held_by_pid(in->m, "r", 1, getpid()), 1);
+	cr_assert_eq(t_pending_n(in->m, NULL, 0), 0);
+	cr_assert_not(wlk_lock_stolen(in->l));
+	T_ASSERT_RC(wlk_release(in->l), 0);
+	cr_assert_eq(t_held_n(in->m, NULL, 0), 0);
 	t_pipe_close(&p);
+}
+
+Test(fork, inherited_manager_and_lock_are_estate_and_never_hang, T_FIX,
+     .timeout = 20)
+{
+	struct inherit in = { .m = t_open() };
+
+	T_ASSERT_RC(wlk_acquire(in.m, "r", 1, NULL, &in.l), 0);
+	check_inherited(&in);
 }
 
 /* The same with a lock the fast path took (the second take of a name):
@@ -79,26 +88,11 @@ Test(fork, inherited_fast_lock_is_estate_and_its_copy_freed, T_FIX,
      .timeout = 20)
 {
 	struct inherit in = { .m = t_open() };
-	struct t_pipe p;
-	int rc[7], i;
-	pid_t pid;
 
 	T_ASSERT_RC(wlk_acquire(in.m, "r", 1, NULL, &in.l), 0);
 	T_ASSERT_RC(wlk_release(in.l), 0);
 	T_ASSERT_RC(wlk_acquire(in.m, "r", 1, NULL, &in.l), 0);
-	t_pipe_open(&p);
-	in.fd = p.wr;
-	pid = t_fork(child_use_inherited, &in);
-	cr_assert_eq(t_get(p.rd, rc, sizeof(rc), T_WAIT_MS), 0,
-		     "child hung using inherited handles");
-	cr_assert_eq(t_wait(pid, T_WAIT_MS), 0);
-	for (i = 0; i < 7; i++)
-		cr_assert_eq(rc[i], WLK_ESTATE, "call %d in child: %s", i,
-			     t_ename(rc[i]));
-	cr_assert_eq(t_held_by_pid(in.m, "r", 1, getpid()), 1);
-	T_ASSERT_RC(wlk_release(in.l), 0);
-	cr_assert_eq(t_held_n(in.m, NULL, 0), 0);
-	t_pipe_close(&p);
+	check_inherited(&in);
 }
 
 static int child_exit_without_close(void *arg)
