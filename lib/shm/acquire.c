@@ -15,42 +15,30 @@
 
 /*
  * A fast operation returned WLK__FAST_FROZEN: wait for the query copying
- * the bucket to end (layout.h, QUERY); the operation stands. Out of line:
- * the fast path keeps its small frame.
+ * the bucket to end (layout.h, QUERY); the operation stands. Or, with
+ * @token_of, a fast waiter handed its name and then adopted by an
+ * inflation before it read its token (WLK__FAST_ADOPTED): the inflation
+ * stores the token in slot @slot under the mutex, which is taken here
+ * once for it (a dead inflater's work is finished by the repair the lock
+ * makes). Out of line: the fast path keeps its small frame. Return: 0, or
+ * the lock's error (on which a frozen operation still stands; the next
+ * call reports what is wrong with the segment).
  */
-static __attribute__((noinline, cold)) void freeze_wait(struct wlk__bucket *b)
+static __attribute__((noinline, cold)) int freeze_wait(struct wlk__bucket *b,
+							uint64_t *token_of,
+							uint32_t slot)
 {
 	struct wlk__wake wake;
+	int rc = wlk__lock(b, &wake);
 
-	/* On an error the operation still stands; the next call reports
-	 * what is wrong with the segment. */
-	if (wlk__lock(b, &wake))
-		return;
+	if (rc)
+		return rc;
+	if (token_of)
+		*token_of = uatomic_read(&wlk__req(b, slot)->token);
 	/* Still set with the mutex ours: its query died copying. */
 	if (uatomic_read(&b->hdr->freeze))
 		uatomic_set(&b->hdr->freeze, 0);
 	wlk__unlock(b, &wake);
-}
-
-/*
- * A fast waiter handed its name and then adopted by an inflation before
- * it read its token (WLK__FAST_ADOPTED): the inflation stores the token in
- * the slot, under the mutex, which is taken here once for it (a dead
- * inflater's work is finished by the repair the lock makes). Out of line
- * and cold, as freeze_wait(). Return: 0, or the lock's error.
- */
-static __attribute__((noinline, cold)) int
-adopted_token(struct wlk__shm_manager *m, struct wlk__shm_lock *l)
-{
-	struct wlk__wake wake;
-	int rc = wlk__lock(m->b, &wake);
-
-	if (rc)
-		return rc;
-	l->pub.token = uatomic_read(&wlk__req(m->b, l->slot)->token);
-	if (uatomic_read(&m->b->hdr->freeze)) /* as in freeze_wait() */
-		uatomic_set(&m->b->hdr->freeze, 0);
-	wlk__unlock(m->b, &wake);
 	return 0;
 }
 
@@ -87,7 +75,7 @@ static int release_handle(struct wlk__shm_lock *l)
 		f = wlk__lane_release(l);
 	}
 	if (caa_unlikely(f == WLK__FAST_FROZEN))
-		freeze_wait(m->b);
+		(void)freeze_wait(m->b, NULL, 0);
 	if (f == WLK__FAST_OK || f == WLK__FAST_FROZEN) {
 		bool closed = uatomic_read(&m->pub.closed);
 
@@ -208,8 +196,10 @@ static int fast(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		return 0;
 	*step = WLK__STEP_HELD;
 	if (f == WLK__FAST_FROZEN)
-		freeze_wait(m->b);
-	why = f == WLK__FAST_ADOPTED ? adopted_token(m, l) : 0;
+		(void)freeze_wait(m->b, NULL, 0);
+	why = f == WLK__FAST_ADOPTED
+		      ? freeze_wait(m->b, &l->pub.token, l->slot)
+		      : 0;
 	if (!why && uatomic_read(&m->pub.closed))
 		why = WLK_ESTATE;
 	if (!why && o->signal)
