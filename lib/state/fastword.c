@@ -222,10 +222,9 @@ enum wlk__fast wlk__fast_await(struct wlk__bucket *b,
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
 	struct handoff h = {n, on_free(c->ngen), 0, false};
 	struct wlk_seg_request *r = wlk__req(b, c->slot);
-	uint64_t t, f;
+	uint64_t t, f, given;
 
 	h.mine = h.on | wlk__fast_who(c->slot, c->gen, c->mode);
-
 	if (!wlk__spin(handed_or_gone, NULL, &h, WLK_SPIN_NS) || !h.handed)
 		return WLK__FAST_SLOW;
 	cmm_smp_rmb();
@@ -243,8 +242,9 @@ enum wlk__fast wlk__fast_await(struct wlk__bucket *b,
 	f = uatomic_read(&n->fast);
 	if ((f & ~WLK_FAST_WAIT) != h.mine)
 		return WLK__FAST_ADOPTED;
-	f = uatomic_cmpxchg(&r->token, 0, t); /* an inflation may be first */
-	*token = f ? f : t;
+	/* An inflation may have stored it first: the same value. */
+	given = uatomic_cmpxchg(&r->token, 0, t);
+	*token = given ? given : t;
 	/* The handoff was the holder's CAS: order our look at it before the
 	 * freeze word (the CAS above is a full barrier). */
 	return done(b);
