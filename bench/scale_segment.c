@@ -135,14 +135,14 @@ static void report(void)
 	struct geo *d = &geos[0];
 	double name_m = (double)(geos[1].size - d->size) / d->names;
 	double req_m = (double)(geos[2].size - d->size) / d->requests;
-	double name_c = (double)round_up(sizeof(struct wlk_seg_name) +
-						 WLK_DEFAULT_MAX_NAME_LEN,
-					 WLK_CACHELINE) +
-			hash_bytes_per_name(d->names);
+	/* An entry, the default arena's chunk per name, its hash heads. */
+	double name_c = (double)sizeof(struct wlk_seg_name) +
+			WLK_CHUNK_SIZE + hash_bytes_per_name(d->names);
 	double req_c = sizeof(struct wlk_seg_request);
 	double fixed_c = WLK_HEADER_SIZE +
 			 WLK_MAX_AGENTS * sizeof(struct wlk_seg_agent) +
-			 WLK_MAX_CLIENTS * sizeof(struct wlk_seg_client);
+			 WLK_MAX_CLIENTS * sizeof(struct wlk_seg_client) +
+			 WLK_CHUNKS_SPARE * WLK_CHUNK_SIZE;
 	struct summary s, big;
 	double x;
 
@@ -152,7 +152,7 @@ static void report(void)
 		 "1024), from /dev/shm file sizes", "bytes", &s);
 	s = sum_one(name_c);
 	emit_anchor("p5.seg.name", "computed from lib/format/layout.h (entry + "
-		    "name bytes + hash heads)", "bytes", &s);
+		    "one arena chunk + hash heads)", "bytes", &s);
 	s = sum_one(req_m);
 	emit_fig("p5.seg.req", "5",
 		 "segment bytes per request slot at the defaults, from "
@@ -168,14 +168,14 @@ static void report(void)
 		    (intmax_t)d->size, (double)d->size / SEG_TARGET);
 	s = sum_one(fixed_c + d->names * name_c + d->requests * req_c);
 	emit_anchor("p5.seg.size", "computed (header, 256 agents, 1024 "
-		    "clients, tables; before page rounding)", "bytes", &s);
-	emit_note("segment bytes per name with a short max_name_len: "
-		  "%.0f at 64, %.0f at 256 (computed: the name bytes are "
-		  "reserved in every slot)",
-		  (double)round_up(sizeof(struct wlk_seg_name) + 64,
-				   WLK_CACHELINE) + 8.0,
-		  (double)round_up(sizeof(struct wlk_seg_name) + 256,
-				   WLK_CACHELINE) + 8.0);
+		    "clients, tables, arena; before page rounding)", "bytes",
+		    &s);
+	emit_note("a name's bytes cost nothing up to %u bytes (in its "
+		  "entry), then %u bytes of arena per %u, whatever "
+		  "max_name_len is (%u bytes of arena at a 1000-byte name)",
+		  WLK_NAME_INLINE, WLK_CHUNK_SIZE, WLK_CHUNK_TEXT,
+		  (unsigned int)(round_up(1000, WLK_CHUNK_TEXT) /
+				 WLK_CHUNK_TEXT * WLK_CHUNK_SIZE));
 	for (size_t i = 0; i < NGEOS; i++) {
 		if (geos[i].requests != WLK_DEFAULT_MAX_REQUESTS)
 			continue;

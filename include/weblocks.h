@@ -126,9 +126,11 @@
  *    (names nobody uses are forgotten, least recently used first, to make
  *    room), and at most max_requests requests held or pending at once
  *    (each manager also keeps a few request slots in reserve for the
- *    uncontended path; they are taken back when the table runs out).
- *    wlk_request(), wlk_acquire() and wlk_request_async() beyond either
- *    fail.
+ *    uncontended path; they are taken back when the table runs out), and
+ *    arena_bytes for the text of the longer names in use and of the
+ *    managers' client ids. wlk_request(), wlk_acquire() and
+ *    wlk_request_async() beyond any of them fail, and so does
+ *    wlk_manager_open() with the arena full of names in use.
  *  - Per process: at most %WLK_LIMIT_BUCKETS buckets open at once (the
  *    kernel recovers at most 2048 robust mutexes of a dying thread, and
  *    the anchor holds one per bucket). wlk_manager_open() of one more
@@ -500,9 +502,20 @@ struct wlk_snapshot; /* result of wlk_query() */
  *                (ETCD ENGINE below; %WLK_ENOTSUPPORTED from
  *                wlk_manager_open() in a build without it, or for any
  *                other scheme). Read at open only.
+ * @arena_bytes:  bytes of the segment for the text of names longer than
+ *                16 bytes and of client ids, taken in 32-byte chunks of
+ *                24 bytes of text each (a 40-byte name takes two chunks; a
+ *                generated client id, 36 bytes, two); 0 = one chunk per
+ *                name slot, or the chunks of one longest name if more,
+ *                and 128 more: 4096 bytes more than max_names * 32 at
+ *                the defaults (the default bucket is then 512 KiB).
+ *                Names nobody uses are forgotten to make room, as for
+ *                max_names. Out of range (%WLK_EINVAL): below 192 (the
+ *                longest client id) or a segment above 1 GiB. Ignored on
+ *                etcd.
  *
  * %WLK_MANAGER_OPTIONS_INIT (or all-zero, or a NULL pointer) gives the
- * defaults. The three capacities are used only by the process that creates
+ * defaults. The four capacities are used only by the process that creates
  * the segment; later openers get the existing geometry.
  */
 struct wlk_manager_options {
@@ -516,6 +529,7 @@ struct wlk_manager_options {
 	uint32_t max_name_len;
 	bool detect_deadlocks;
 	const char *backend;
+	uint32_t arena_bytes;
 };
 
 /**
@@ -553,6 +567,7 @@ struct wlk_manager_options {
  *   symbolic link, a FIFO).
  * * %WLK_ENAMETOOLONG - @origin, bucket, partition or client_id too long.
  * * %WLK_EFULL - the bucket has %WLK_LIMIT_CLIENTS managers open, or
+ *   no room for the client id in its arena (@o->arena_bytes), or
  *   %WLK_LIMIT_AGENTS other processes attached, or this process has
  *   %WLK_LIMIT_BUCKETS other buckets open (LIMITS above).
  * * %WLK_EFORMAT - the segment was made by an incompatible build (pointer
@@ -733,8 +748,8 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  *   before @cb started.
  * * %WLK_ENAMETOOLONG - @name is longer than the bucket's max_name_len.
  * * %WLK_ETIMEDOUT - @o->timeout_ns passed before the grant.
- * * %WLK_EFULL - the name or request table is full (LIMITS above);
- *   nothing changed.
+ * * %WLK_EFULL - the name or request table, or the arena, is full (LIMITS
+ *   above); nothing changed.
  * * %WLK_EDEADLK - @m was opened with detect_deadlocks and the request
  *   would close a cycle of managers waiting for each other (DEADLOCKS
  *   above); nothing is queued.
@@ -911,8 +926,8 @@ struct wlk_name {
  * * the other codes of wlk_request(), checked in the same order, each name
  *   in turn where wlk_request() checks its name (%WLK_ENOTSUPPORTED for a
  *   name that starts with '-', %WLK_ENAMETOOLONG for one too long), and
- *   %WLK_EFULL if the tables have no room for every name and one request
- *   slot per name.
+ *   %WLK_EFULL if the tables (and the arena) have no room for every name
+ *   and one request slot per name.
  */
 WLK_EXPORT WLK_WARN_UNUSED int
 wlk_acquire_scope(struct wlk_manager *m, const struct wlk_name *names,

@@ -123,8 +123,9 @@ void count_snapshot(const struct wlk_inspect_snapshot *s, struct counts *c)
 
 /* ---- the JSON document: keep in step with shm-inspect(1) ---- */
 
-static void json_header(struct json *j, const struct wlk_inspect_header *h)
+static void json_header(struct json *j, const struct wlk_inspect_snapshot *s)
 {
+	const struct wlk_inspect_header *h = &s->header;
 	static const char *const tables[] = {"agents", "clients", "names",
 					     "requests"};
 	const uint32_t used[] = {h->agents, h->clients, h->names, h->requests};
@@ -154,6 +155,10 @@ static void json_header(struct json *j, const struct wlk_inspect_header *h)
 		json_u64(j, "max", max[i]);
 		json_end(j);
 	}
+	json_end(j);
+	json_object(j, "arena");
+	json_u64(j, "used_bytes", s->arena_used);
+	json_u64(j, "bytes", s->arena_bytes);
 	json_end(j);
 	json_end(j);
 }
@@ -323,7 +328,7 @@ static void json_name(struct json *j, const struct wlk_inspect_snapshot *s,
 
 void dump_json(struct json *j, const struct wlk_inspect_snapshot *s)
 {
-	json_header(j, &s->header);
+	json_header(j, s);
 	json_agents(j, s);
 	json_array(j, "names");
 	for (size_t i = 0, e; i < s->n_requests; i = e) {

@@ -70,8 +70,10 @@ static void put_owner(FILE *f, const struct wlk_inspect_snapshot *s,
 		fprintf(f, " (%s)", liveness_name(a->liveness));
 }
 
-static void text_header(FILE *f, const struct wlk_inspect_header *h)
+static void text_header(FILE *f, const struct wlk_inspect_snapshot *s)
 {
+	const struct wlk_inspect_header *h = &s->header;
+
 	fprintf(f, "Segment: ");
 	esc_c(f, h->path, strlen(h->path));
 	fprintf(f, "\n  Origin: ");
@@ -102,9 +104,12 @@ static void text_header(FILE *f, const struct wlk_inspect_header *h)
 		   "  Clients used: %" PRIu32 "/%" PRIu32 "\n"
 		   "  Names used: %" PRIu32 "/%" PRIu32
 		   " (at most %" PRIu32 " bytes each)\n"
-		   "  Requests used: %" PRIu32 "/%" PRIu32 "\n",
+		   "  Requests used: %" PRIu32 "/%" PRIu32 "\n"
+		   "  Arena used: %" PRIu64 "/%" PRIu64
+		   " bytes (long names, client ids)\n",
 		h->agents, h->max_agents, h->clients, h->max_clients, h->names,
-		h->max_names, h->max_name_len, h->requests, h->max_requests);
+		h->max_names, h->max_name_len, h->requests, h->max_requests,
+		s->arena_used, s->arena_bytes);
 }
 
 static void text_agents(FILE *f, const struct wlk_inspect_snapshot *s)
@@ -296,7 +301,7 @@ static void text_blocks(FILE *f, const struct wlk_inspect_snapshot *s)
 
 void dump_text(FILE *f, const struct wlk_inspect_snapshot *s)
 {
-	text_header(f, &s->header);
+	text_header(f, s);
 	text_agents(f, s);
 	text_locks(f, s);
 	text_blocks(f, s);

@@ -194,6 +194,13 @@ struct wlk_inspect_request {
  *              a member of a scope (weblocks.h, SCOPES), a value its
  *              entries under each of the scope's names share (its first
  *              name's slot + 1, and that slot's generation << 32).
+ * @arena_bytes: bytes of the segment kept for the text of names longer
+ *              than 16 bytes and of client ids (struct wlk_manager_options
+ *              arena_bytes, as its creator made it), in 32-byte chunks.
+ * @arena_used: bytes of it in use, whole chunks.
+ *
+ * Members are only ever added at the end: the library allocates the
+ * struct, so a program built against an older header reads what it knows.
  */
 struct wlk_inspect_snapshot {
 	struct wlk_inspect_header header;
@@ -204,6 +211,8 @@ struct wlk_inspect_snapshot {
 	struct wlk_inspect_request *requests;
 	size_t n_requests;
 	uint64_t *scopes;
+	uint64_t arena_bytes;
+	uint64_t arena_used;
 };
 
 /**

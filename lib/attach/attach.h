@@ -30,7 +30,10 @@ void wlk__generation_name(char *dst, const char *base, unsigned int gen)
 /* header.c */
 /* Largest segment a geometry may ask for. */
 #define WLK__MAX_SEGMENT_SIZE (1ull << 30)
+/* TEXT chunks a segment may have: as many as fit its largest size. */
+#define WLK__MAX_CHUNKS (uint32_t)(WLK__MAX_SEGMENT_SIZE / WLK_CHUNK_SIZE)
 int wlk__geo_compute(uint32_t names, uint32_t requests, uint32_t name_len,
+		     uint32_t chunks,
 		     struct wlk__geo *g) WLK_INTERNAL;
 int wlk__header_fill(struct wlk_seg_header *h, const char *origin,
 		     const struct wlk_manager_options *o,

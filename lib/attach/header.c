@@ -20,25 +20,34 @@ static size_t round_up(size_t v, size_t a)
 }
 
 /*
- * wlk__geo_compute() - the geometry a segment with these capacities has.
+ * wlk__geo_compute() - the geometry a segment with these capacities has;
+ * @chunks 0 for the default (layout.h, TEXT).
  * Return: 0, or WLK_EINVAL (a capacity out of range, or too large).
  */
 int wlk__geo_compute(uint32_t names, uint32_t requests, uint32_t name_len,
-		       struct wlk__geo *g)
+		     uint32_t chunks, struct wlk__geo *g)
 {
 	uint64_t end;
 
+	/* The default: a chunk per name, and room for the longest. */
+	if (!chunks && name_len <= WLK_LIMIT_MAX_NAME_LEN)
+		chunks = (names > wlk__chunks_for(name_len)
+				  ? names
+				  : wlk__chunks_for(name_len)) +
+			 WLK_CHUNKS_SPARE;
 	if (!names || names > WLK_LIMIT_MAX_NAMES || !requests ||
 	    requests > WLK_LIMIT_MAX_REQUESTS || !name_len ||
-	    name_len > WLK_LIMIT_MAX_NAME_LEN)
+	    name_len > WLK_LIMIT_MAX_NAME_LEN ||
+	    chunks < wlk__chunks_for(WLK_CLIENT_ID_MAX) ||
+	    chunks > WLK__MAX_CHUNKS)
 		return WLK_EINVAL;
 	g->max_agents = WLK_MAX_AGENTS;
 	g->max_clients = WLK_MAX_CLIENTS;
 	g->max_names = names;
 	g->max_requests = requests;
 	g->max_name_len = name_len;
-	g->name_stride = (uint32_t)round_up(sizeof(struct wlk_seg_name) +
-					    name_len, WLK_CACHELINE);
+	g->name_stride = (uint32_t)sizeof(struct wlk_seg_name);
+	g->max_chunks = chunks;
 	g->hash_buckets = 1;
 	while (g->hash_buckets < 2 * names)
 		g->hash_buckets <<= 1;
@@ -50,7 +59,10 @@ int wlk__geo_compute(uint32_t names, uint32_t requests, uint32_t name_len,
 	g->off_requests = g->off_names + (size_t)names * g->name_stride;
 	g->off_hash = g->off_requests +
 		      (size_t)requests * sizeof(struct wlk_seg_request);
-	end = g->off_hash + (uint64_t)g->hash_buckets * sizeof(uint32_t);
+	g->off_chunks = round_up(g->off_hash + (size_t)g->hash_buckets *
+						   sizeof(uint32_t),
+				 WLK_CACHELINE);
+	end = g->off_chunks + (uint64_t)chunks * sizeof(struct wlk_seg_chunk);
 	if (end > WLK__MAX_SEGMENT_SIZE)
 		return WLK_EINVAL;
 	g->size = round_up((size_t)end, PAGE);
@@ -101,6 +113,8 @@ int wlk__header_fill(struct wlk_seg_header *h, const char *origin,
 	h->max_name_len = g->max_name_len;
 	h->name_stride = g->name_stride;
 	h->hash_buckets = g->hash_buckets;
+	h->max_chunks = g->max_chunks;
+	h->off_chunks = g->off_chunks;
 	h->off_agents = g->off_agents;
 	h->off_clients = g->off_clients;
 	h->off_names = g->off_names;
@@ -160,14 +174,16 @@ int wlk__header_check(struct wlk__bucket *b, size_t file_size)
 		return WLK_EFORMAT;
 	if (h->creator_uid != (uint32_t)geteuid())
 		return WLK_ESECURITY;
-	if (wlk__geo_compute(h->max_names, h->max_requests, h->max_name_len, &g) ||
+	if (!h->max_chunks ||
+	    wlk__geo_compute(h->max_names, h->max_requests, h->max_name_len,
+			     h->max_chunks, &g) ||
 	    g.size != h->segment_size || g.size != file_size ||
 	    g.name_stride != h->name_stride ||
 	    g.hash_buckets != h->hash_buckets ||
 	    h->max_agents != g.max_agents || h->max_clients != g.max_clients ||
 	    h->off_agents != g.off_agents || h->off_clients != g.off_clients ||
 	    h->off_names != g.off_names || h->off_requests != g.off_requests ||
-	    h->off_hash != g.off_hash)
+	    h->off_hash != g.off_hash || h->off_chunks != g.off_chunks)
 		return WLK__SEG_BROKEN;
 	b->geo = g;
 	memcpy(b->seg_key, h->seg_key, sizeof(b->seg_key));

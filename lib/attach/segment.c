@@ -315,6 +315,13 @@ static int attach_once(struct wlk__bucket *b, const char *origin,
  * map it; on success b->fd, b->base, b->hdr and b->geo are set, and the
  * attach lock is held for as long as b->fd is open.
  */
+/* The whole TEXT chunks @bytes of arena make (0: the default); at least
+ * 1 for a nonzero size, which the geometry then refuses if too few. */
+static uint32_t arena_chunks(uint32_t bytes)
+{
+	return bytes && bytes < WLK_CHUNK_SIZE ? 1 : bytes / WLK_CHUNK_SIZE;
+}
+
 int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
 			const struct wlk_manager_options *o)
 {
@@ -330,7 +337,8 @@ int wlk__segment_attach(struct wlk__bucket *b, const char *origin,
 			 o && o->max_requests ? o->max_requests
 					      : WLK_DEFAULT_MAX_REQUESTS,
 			 o && o->max_name_len ? o->max_name_len
-					      : WLK_DEFAULT_MAX_NAME_LEN, &g);
+					      : WLK_DEFAULT_MAX_NAME_LEN,
+			 o ? arena_chunks(o->arena_bytes) : 0, &g);
 	if (rc)
 		return rc;
 	for (unsigned int gen = 0; gen < WLK_MAX_GENERATIONS; gen++) {

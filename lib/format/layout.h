@@ -22,10 +22,11 @@
  *     0                     struct wlk_seg_header        WLK_HEADER_SIZE
  *     off_agents            struct wlk_seg_agent    [max_agents]
  *     off_clients           struct wlk_seg_client   [max_clients]
- *     off_names             struct wlk_seg_name + name bytes [max_names],
- *                           each name_stride bytes
+ *     off_names             struct wlk_seg_name     [max_names]
+ *                           (name_stride = its size)
  *     off_requests          struct wlk_seg_request  [max_requests]
  *     off_hash              uint32_t head index     [hash_buckets]
+ *     off_chunks            struct wlk_seg_chunk    [max_chunks] (TEXT)
  *     segment_size
  *
  * Cross references are uint32_t indices into these tables, WLK_NIL for
@@ -63,7 +64,7 @@
 /* Bump on any change to the format this file describes (a new bit, field,
  * size or meaning; not a new way of writing the same one, which the
  * asserts pin); it is part of the segment name too. */
-#define WLK_LAYOUT_VERSION 9u
+#define WLK_LAYOUT_VERSION 10u
 #define WLK_SEG_MAGIC "WEBLOCKS"
 #define WLK_SEG_MAGIC_LEN 8
 #define WLK_CACHELINE 64u
@@ -77,6 +78,8 @@
 /* Fixed table sizes that are not options. */
 #define WLK_MAX_AGENTS 256u
 #define WLK_MAX_CLIENTS 1024u
+/* The bytes of an agent slot its lifeline mutex has (40 on x86-64 glibc). */
+#define WLK_LIFELINE_BYTES 40u
 
 /* Slot state words. */
 #define WLK_STATE_BITS 3u
@@ -311,14 +314,15 @@ struct wlk_seg_header {
 	uint32_t max_name_len; /* [C] */
 	uint32_t name_stride;  /* [C] bytes per name entry */
 	uint32_t hash_buckets; /* [C] power of two */
-	uint32_t geo_pad;
+	uint32_t max_chunks;   /* [C] TEXT chunks */
 	uint64_t off_agents;   /* [C] */
 	uint64_t off_clients;  /* [C] */
 	uint64_t off_names;    /* [C] */
 	uint64_t off_requests; /* [C] */
 	uint64_t off_hash;     /* [C] */
 	uint64_t created_ns;   /* [C] CLOCK_REALTIME at init */
-	uint8_t geo_pad2[48];
+	uint64_t off_chunks;   /* [C] */
+	uint8_t geo_pad2[40];
 
 	/* State: one cache line. */
 	uint32_t seg_state;      /* [A] enum wlk_seg_state */
@@ -355,7 +359,8 @@ struct wlk_seg_header {
 	uint32_t idle_tail;     /* [D] used first: evicted when needed */
 	uint32_t busy_head;     /* [D] referenced names, in no order: what */
 	uint32_t busy_tail;     /* [D] query() walks (NAME LISTS) */
-	uint8_t derived_pad[8];
+	uint32_t free_chunks;   /* [D] TEXT */
+	uint32_t n_chunks;      /* [D][A] TEXT chunks in use */
 
 	/* Who the bucket is: compared on attach. */
 	uint32_t origin_len;    /* [C] */
@@ -382,32 +387,67 @@ struct wlk_seg_header {
 struct wlk_seg_agent {
 	union {
 		pthread_mutex_t lifeline;
-		uint8_t bytes[64];
+		uint8_t bytes[WLK_LIFELINE_BYTES];
 	} u;
 	uint32_t word;       /* [M][A] gen | FREE/USED */
 	uint32_t pid;        /* [M] in the creator's PID namespace */
 	uint32_t next;       /* [D] free list */
 	uint32_t doorbell;   /* [F] event counter for the agent */
 	uint64_t start_ns;   /* [M] CLOCK_REALTIME at attach (diagnostics) */
-	uint8_t pad[40];
 };
 
-/* A client is one manager (a clientId) of an agent. */
+/* A client is one manager (a clientId) of an agent; its id is TEXT. */
 struct wlk_seg_client {
 	uint32_t word;      /* [M][A] gen | FREE/USED */
 	uint32_t agent;     /* [M] owning agent */
 	uint32_t agent_gen; /* [M] */
 	uint32_t pid;       /* [M] copy of the agent's pid, for query() */
 	uint32_t next;      /* [D] free list */
-	uint32_t id_len;    /* [M] <= WLK_CLIENT_ID_MAX */
+	uint32_t id_len;    /* [M] 1..WLK_CLIENT_ID_MAX */
 	uint64_t opened_ns; /* [M] CLOCK_REALTIME (diagnostics) */
-	char id[128];       /* [M] WLK_CLIENT_ID_MAX + 1 */
+	uint32_t id;        /* [M] its first TEXT chunk */
+	uint32_t id_pad;
 	uint64_t doorbell;  /* [M] its doorbell socket (doorbell.c), 0: none */
 	uint64_t bell_key;  /* [M] its doorbell eventfd's eventfd-id + 1, 0:
 			     * none (doorbell.c) */
 	uint32_t bell_fd;   /* [M] and that eventfd in its process */
 	uint32_t bell_dgrams; /* [A] datagram rings not yet read */
-	uint8_t pad[8];
+};
+
+/*
+ * TEXT (state/text.c). Names longer than WLK_NAME_INLINE bytes and client
+ * ids are kept in a table of chunks, so that a slot costs its entry plus
+ * its text, not the longest text allowed. A text of len bytes is a chain
+ * of ceil(len / WLK_CHUNK_TEXT) chunks from the first one its owner
+ * records; its length is the owner's. Chunks are taken from the free list
+ * and filled while their owner is FREE, and go back after its word says
+ * FREE again: as with the owner's other fields, readers without the mutex
+ * (wlk__name_peek()) bound the walk by the length, check every index, and
+ * believe what they read only if the owner's word did not change. The
+ * free list, the count in use and each chunk's @used are derived:
+ * taking a chunk whose @used is set, or giving back one whose @used is
+ * clear, is damage (a free list that runs in a circle, a chain given back
+ * twice), found before anything is changed. Recovery tags the chunks of
+ * every used owner and frees the rest; an owner whose chain is broken, or
+ * shares a chunk with another, is dropped. The chunk payload
+ * is a multiple of 8 bytes, so the name hash runs over a chain without
+ * copying it.
+ */
+#define WLK_NAME_INLINE 16u
+#define WLK_CHUNK_SIZE 32u
+#define WLK_CHUNK_TEXT 24u
+/* Chunks a bucket gets unless its creator says (arena_bytes): one per
+ * name (or as many as the longest name takes, if more) and
+ * WLK_CHUNKS_SPARE for client ids, which makes the default bucket
+ * 512 KiB. */
+#define WLK_CHUNKS_SPARE 128u
+
+struct wlk_seg_chunk {
+	uint32_t next;  /* [M] next chunk of its text, WLK_NIL after the last;
+			 * [D] the free list */
+	uint32_t used;  /* [D] nonzero while some text has it (while
+			 * recovery rebuilds: its owner's tag) */
+	uint8_t text[WLK_CHUNK_TEXT]; /* [M] */
 };
 
 /*
@@ -439,7 +479,9 @@ struct wlk_seg_name {
 			     * with @fast, one 16-byte word (FAST PATH) */
 	uint64_t waiter;    /* [A] FAST PATH: the fast waiter's claim, or 0 */
 	uint32_t chain;     /* [D][A] next in hash chain, or in the free list */
-	uint8_t pad0[20];
+	uint32_t chunk;     /* [M] its bytes' first TEXT chunk, if longer
+			     * than WLK_NAME_INLINE; else WLK_NIL */
+	uint8_t text[WLK_NAME_INLINE]; /* [M] its bytes, if no longer */
 	uint32_t q_head;    /* [D] pending queue, in request order */
 	uint32_t q_tail;    /* [D] */
 	uint32_t h_head;    /* [D] held list */
@@ -459,7 +501,6 @@ struct wlk_seg_name {
 			     * every woken one passes it on) */
 	uint32_t pad2[2];
 	uint64_t seq;       /* [M] request order: last one used */
-	/* followed by max_name_len bytes, padded to name_stride */
 };
 
 /* A request is pending, held or stolen; its word is what waiters sleep on. */
@@ -503,9 +544,17 @@ _Static_assert(offsetof(struct wlk_seg_header, origin_len) == 448,
 _Static_assert(offsetof(struct wlk_seg_header, freeze) == 2048 &&
 		       sizeof(struct wlk_seg_header) == 2048 + WLK_CACHELINE,
 	       "the freeze word alone on its line");
-_Static_assert(sizeof(struct wlk_seg_agent) == 128, "agent slot size");
-_Static_assert(sizeof(struct wlk_seg_client) == 192, "client slot size");
-_Static_assert(sizeof(struct wlk_seg_name) == 128, "name entry header size");
+_Static_assert(sizeof(pthread_mutex_t) <= WLK_LIFELINE_BYTES,
+	       "a lifeline fits its part of the agent slot");
+_Static_assert(sizeof(struct wlk_seg_agent) == 64, "agent slot size");
+_Static_assert(sizeof(struct wlk_seg_client) == 64, "client slot size");
+_Static_assert(sizeof(struct wlk_seg_name) == 128, "name entry size");
+_Static_assert(offsetof(struct wlk_seg_name, text) + WLK_NAME_INLINE ==
+		       WLK_CACHELINE,
+	       "a short name's bytes on the line finding it reads");
+_Static_assert(sizeof(struct wlk_seg_chunk) == WLK_CHUNK_SIZE &&
+		       WLK_CHUNK_TEXT % 8 == 0,
+	       "chunk size; its text whole 8-byte words (TEXT)");
 _Static_assert(offsetof(struct wlk_seg_name, fast) % 16 == 0 &&
 		       offsetof(struct wlk_seg_name, token) ==
 			       offsetof(struct wlk_seg_name, fast) + 8 &&
@@ -534,10 +583,11 @@ _Static_assert(offsetof(pthread_mutex_t, __data.__lock) == 0 &&
 #define WLK__ABI_MIX(h, v) (((h) * 31u) ^ (uint32_t)(v))
 #define WLK_ABI_SIG                                                           \
 	WLK__ABI_MIX(WLK__ABI_MIX(WLK__ABI_MIX(WLK__ABI_MIX(WLK__ABI_MIX(     \
-	WLK__ABI_MIX(WLK__ABI_MIX(WLK__ABI_MIX(0x776c6b00u,                   \
+	WLK__ABI_MIX(WLK__ABI_MIX(WLK__ABI_MIX(WLK__ABI_MIX(0x776c6b00u,      \
 	sizeof(void *)), sizeof(pthread_mutex_t)),                             \
 	_Alignof(pthread_mutex_t)), sizeof(struct wlk_seg_header)),            \
 	sizeof(struct wlk_seg_agent)), sizeof(struct wlk_seg_client)),         \
-	sizeof(struct wlk_seg_name)), sizeof(struct wlk_seg_request))
+	sizeof(struct wlk_seg_name)), sizeof(struct wlk_seg_request)),         \
+	sizeof(struct wlk_seg_chunk))
 
 #endif /* WLK_LAYOUT_H */

@@ -54,11 +54,13 @@ struct wlk__geo {
 	uint32_t max_name_len;
 	uint32_t name_stride;
 	uint32_t hash_buckets;
+	uint32_t max_chunks;
 	size_t off_agents;
 	size_t off_clients;
 	size_t off_names;
 	size_t off_requests;
 	size_t off_hash;
+	size_t off_chunks;
 	size_t size;
 };
 
@@ -113,10 +115,6 @@ static inline struct wlk_seg_name *wlk__name(const struct wlk__bucket *b,
 				       (size_t)i * b->geo.name_stride);
 }
 
-static inline uint8_t *wlk__name_bytes(struct wlk_seg_name *n)
-{
-	return (uint8_t *)(n + 1);
-}
 
 static inline struct wlk_seg_request *wlk__req(const struct wlk__bucket *b,
 					       uint32_t i)
@@ -127,6 +125,18 @@ static inline struct wlk_seg_request *wlk__req(const struct wlk__bucket *b,
 static inline uint32_t *wlk__hash_heads(const struct wlk__bucket *b)
 {
 	return (uint32_t *)(b->base + b->geo.off_hash);
+}
+
+static inline struct wlk_seg_chunk *wlk__chunk(const struct wlk__bucket *b,
+					       uint32_t i)
+{
+	return (struct wlk_seg_chunk *)(b->base + b->geo.off_chunks) + i;
+}
+
+/* Chunks a text of @len bytes takes (TEXT); none for a short name. */
+static inline uint32_t wlk__chunks_for(uint32_t len)
+{
+	return (len + WLK_CHUNK_TEXT - 1) / WLK_CHUNK_TEXT;
 }
 
 /* Checked access: the slot, or NULL if @i is outside its table. */

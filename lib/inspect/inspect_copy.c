@@ -78,13 +78,14 @@ static void copy_agents_clients(struct wlk__bucket *b, struct snap *s)
 
 		if (WLK_WORD_STATE(load32(&c->word)) != WLK_SLOT_USED)
 			continue;
-		if (len > WLK_CLIENT_ID_MAX)
-			len = WLK_CLIENT_ID_MAX;
+		/* A chain broken (or changing, without the mutex): no id. */
+		if (len > WLK_CLIENT_ID_MAX ||
+		    wlk__text_copy(b, c->id, len, r->id))
+			len = 0;
 		r->slot = i;
 		r->agent = c->agent;
 		r->pid = c->pid;
 		r->opened = c->opened_ns;
-		memcpy(r->id, c->id, len);
 		r->id[len] = '\0';
 		s->n_rc++;
 	}
@@ -200,7 +201,8 @@ static int copy_names(struct wlk__bucket *b, struct snap *s)
 			continue;
 		if (s->names_cap - s->names_used < (size_t)len + 1)
 			return -ENOSPC;
-		memcpy(s->names + off, wlk__name_bytes(n), len);
+		if (wlk__name_copy(b, n, len, s->names + off))
+			continue; /* broken, or changing without the mutex */
 		s->names[off + len] = '\0';
 		s->names_used += (size_t)len + 1;
 		if (uatomic_read(&n->token) > s->max_token)
@@ -233,10 +235,13 @@ static int copy_names(struct wlk__bucket *b, struct snap *s)
 			if (s->names_cap - s->names_used < (size_t)len + 1)
 				return -ENOSPC;
 			off = s->names_used;
-			memcpy(s->names + off, wlk__name_bytes(wlk__name(b, ni)),
-			       len);
-			s->names[off + len] = '\0';
-			s->names_used += (size_t)len + 1;
+			if (wlk__name_copy(b, wlk__name(b, ni), len,
+					   s->names + off)) {
+				off = SIZE_MAX;
+			} else {
+				s->names[off + len] = '\0';
+				s->names_used += (size_t)len + 1;
+			}
 		}
 		if (add_req(b, s, i, off, off == SIZE_MAX ? 0 : len,
 			    WLK_REQ_STOLEN, 0))
@@ -386,6 +391,12 @@ static void build_header(const struct wlk_inspect *in, struct snap *s)
 		.now_ns = (uint64_t)now.tv_sec * WLK_NSEC_PER_SEC +
 			  (uint64_t)now.tv_nsec,
 	};
+	s->pub.arena_bytes = (uint64_t)g->max_chunks * WLK_CHUNK_SIZE;
+	/* A count the table cannot hold is damage: shown as full. */
+	s->pub.arena_used = (uint64_t)(h->n_chunks < g->max_chunks
+					       ? h->n_chunks
+					       : g->max_chunks) *
+			    WLK_CHUNK_SIZE;
 }
 
 static int build(struct wlk_inspect *in, struct snap *s)

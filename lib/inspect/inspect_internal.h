@@ -41,6 +41,8 @@ struct wlk__vctx {
 	 * while we look, with a new claim. */
 	uint16_t *fast_seen;
 	uint8_t *idle_seen; /* per name slot: the list it is on (NAME LISTS) */
+	uint32_t *chunk_owner; /* per text chunk: its owner's tag, or 0 */
+	uint32_t chunks_owned;
 	char (*msgs)[REPORT_LEN];
 };
 
@@ -57,5 +59,8 @@ void wlk__check_requests(struct wlk__vctx *v) WLK_INTERNAL;
 
 /* validate_names.c */
 void wlk__check_names(struct wlk__vctx *v) WLK_INTERNAL;
+
+/* validate_text.c */
+void wlk__check_text(struct wlk__vctx *v) WLK_INTERNAL;
 
 #endif /* WLK_INSPECT_INTERNAL_H */

@@ -93,9 +93,9 @@ static uint32_t copy_client(struct wlk__bucket *b, struct qbuf *q,
 	if (q->cids_used == q->cids_cap)
 		return WLK_NIL;
 	len = c->id_len;
-	if (len > WLK_CLIENT_ID_MAX)
-		len = WLK_CLIENT_ID_MAX;
-	memcpy(q->cids[q->cids_used].id, c->id, len);
+	if (!len || len > WLK_CLIENT_ID_MAX ||
+	    wlk__text_copy(b, c->id, len, q->cids[q->cids_used].id))
+		return WLK_NIL;
 	q->cids[q->cids_used].id[len] = '\0';
 	q->cids[q->cids_used].pid = (pid_t)c->pid;
 	q->cmap[ci] = (uint32_t)q->cids_used;
@@ -145,7 +145,8 @@ static int copy_name(struct wlk__bucket *b, struct qbuf *q, uint32_t ni)
 		return wlk__corrupt(b);
 	if (q->names_cap - q->names_used < (size_t)len + 1)
 		return -ENOSPC;
-	memcpy(q->names + off, wlk__name_bytes(n), len);
+	if (wlk__name_copy(b, n, len, q->names + off))
+		return wlk__corrupt(b);
 	q->names[off + len] = '\0';
 	q->names_used += (size_t)len + 1;
 	rc = copy_list(b, q, n->h_head, off, len, true);

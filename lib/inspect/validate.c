@@ -27,6 +27,7 @@ static void validate_locked(struct wlk__vctx *v)
 		wlk__bad(v, "unfinished intent %u", h->intent_op);
 	wlk__check_agents_clients(v);
 	wlk__check_names(v);
+	wlk__check_text(v);
 	wlk__check_requests(v);
 }
 
@@ -46,8 +47,11 @@ int wlk__validate(struct wlk__bucket *b, bool lock, wlk_violation_cb cb,
 	v.seen = calloc(b->geo.max_requests, 1);
 	v.fast_seen = calloc(b->geo.max_requests, sizeof(*v.fast_seen));
 	v.idle_seen = calloc(b->geo.max_names, 1);
+	v.chunk_owner = calloc(b->geo.max_chunks, sizeof(*v.chunk_owner));
 	v.msgs = calloc(REPORT_KEPT, sizeof(*v.msgs));
-	rc = !v.seen || !v.fast_seen || !v.idle_seen || !v.msgs ? -ENOMEM
+	rc = !v.seen || !v.fast_seen || !v.idle_seen || !v.chunk_owner ||
+			     !v.msgs
+		     ? -ENOMEM
 	     : lock			    ? wlk__lock(b, &wake)
 					    : 0;
 	if (rc == WLK_ECORRUPT && cb)
@@ -75,6 +79,7 @@ int wlk__validate(struct wlk__bucket *b, bool lock, wlk_violation_cb cb,
 	free(v.seen);
 	free(v.fast_seen);
 	free(v.idle_seen);
+	free(v.chunk_owner);
 	free(v.msgs);
 	return rc;
 }

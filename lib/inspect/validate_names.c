@@ -141,6 +141,7 @@ static void check_name(struct wlk__vctx *v, uint32_t ni, uint64_t *bytes)
 	struct wlk__bucket *b = v->b;
 	struct wlk_seg_name *n = wlk__name(b, ni);
 	uint32_t ex = 0, sh = 0, qex = 0, qsh = 0, q, i, steps = 0;
+	uint64_t hash;
 	bool idle;
 
 	if (n->len > b->geo.max_name_len) {
@@ -148,7 +149,9 @@ static void check_name(struct wlk__vctx *v, uint32_t ni, uint64_t *bytes)
 		return;
 	}
 	*bytes += n->len;
-	if (n->hash != wlk__name_hash(b, wlk__name_bytes(n), n->len))
+	if (wlk__name_rehash(b, n, n->len, &hash))
+		wlk__bad(v, "name %u: its text leaves the chunk table", ni);
+	else if (n->hash != hash)
 		wlk__bad(v, "name %u: stale hash", ni);
 	for (i = wlk__hash_heads(b)[n->hash & (b->geo.hash_buckets - 1)];
 	     i != ni && i < b->geo.max_names && steps < b->geo.max_names;

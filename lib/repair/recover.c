@@ -17,6 +17,11 @@
 
 #include "repair.h"
 
+/* Owners' tags in the chunks' marks (wlk__text_mark()): nonzero. */
+#define NAME_TAG(i) ((i) + 1u)
+#define CLIENT_TAG(i) ((i) | 0x80000000u)
+_Static_assert(WLK_LIMIT_MAX_NAMES < 0x80000000u, "tags apart");
+
 static void rebuild_agents(struct wlk__bucket *b)
 {
 	struct wlk_seg_header *h = b->hdr;
@@ -49,9 +54,11 @@ static void rebuild_clients(struct wlk__bucket *b)
 		uint32_t ai = c->agent;
 
 		if (WLK_WORD_STATE(c->word) == WLK_SLOT_USED &&
-		    wlk__agent_at(b, ai) && c->id_len < sizeof(c->id) &&
+		    wlk__agent_at(b, ai) && c->id_len &&
+		    c->id_len <= WLK_CLIENT_ID_MAX &&
 		    wlk__agent(b, ai)->word ==
-			    WLK_WORD(c->agent_gen, WLK_SLOT_USED)) {
+			    WLK_WORD(c->agent_gen, WLK_SLOT_USED) &&
+		    wlk__text_mark(b, c->id, c->id_len, CLIENT_TAG(i))) {
 			h->n_clients++;
 			continue;
 		}
@@ -71,21 +78,26 @@ static void name_drop(struct wlk__bucket *b, struct wlk_seg_name *n)
 	n->word = WLK_WORD(WLK_WORD_GEN(n->word) + 1, WLK_SLOT_FREE);
 }
 
-/* Names: clear derived fields, re-hash; their lists come after requests. */
+/*
+ * Names: clear derived fields, claim their text, re-hash; their lists
+ * come after requests. A name whose text is broken is dropped.
+ */
 static void rebuild_names(struct wlk__bucket *b)
 {
 	for (uint32_t i = 0; i < b->geo.max_names; i++) {
 		struct wlk_seg_name *n = wlk__name(b, i);
-		uint32_t state = WLK_WORD_STATE(n->word);
+		uint32_t state = WLK_WORD_STATE(n->word), len = n->len;
 
 		wlk__name_reset(n);
 		if (state == WLK_SLOT_FREE)
 			continue;
-		if (state != WLK_SLOT_USED || n->len > b->geo.max_name_len) {
+		if (state != WLK_SLOT_USED || len > b->geo.max_name_len ||
+		    wlk__name_rehash(b, n, len, &n->hash) ||
+		    (wlk__name_chunks(len) &&
+		     !wlk__text_mark(b, n->chunk, len, NAME_TAG(i)))) {
 			name_drop(b, n);
 			continue;
 		}
-		n->hash = wlk__name_hash(b, wlk__name_bytes(n), n->len);
 	}
 }
 
@@ -289,11 +301,14 @@ static int rebuild(struct wlk__bucket *b)
 	if (h->max_requests != b->geo.max_requests ||
 	    h->max_names != b->geo.max_names ||
 	    h->max_name_len != b->geo.max_name_len ||
+	    h->max_chunks != b->geo.max_chunks ||
 	    h->segment_size != b->geo.size)
 		return WLK_ECORRUPT;
 	rebuild_agents(b);
+	wlk__text_unmark(b);
 	rebuild_clients(b);
 	rebuild_names(b);
+	wlk__text_rebuild(b);
 	rebuild_fast(b);
 	rebuild_requests(b);
 	rebuild_name_lists(b);

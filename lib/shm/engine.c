@@ -29,8 +29,13 @@ static int shm_open(struct wlk_manager *pub, const char *origin,
 	(void)wlk__spin_ok();
 	rc = wlk__lock(m->b, &wake);
 	if (!rc) {
-		rc = wlk__client_alloc(m->b, pub->client_id,
-				       strlen(pub->client_id), now, &m->client);
+		size_t id_len = strlen(pub->client_id);
+
+		rc = wlk__text_make_room(m->b,
+					 wlk__chunks_for((uint32_t)id_len));
+		if (!rc)
+			rc = wlk__client_alloc(m->b, pub->client_id, id_len,
+					       now, &m->client);
 		if (!rc)
 			m->client_gen = WLK_WORD_GEN(
 				wlk__client(m->b, m->client)->word);

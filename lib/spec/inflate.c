@@ -83,6 +83,26 @@ int wlk__idle_inflate(struct wlk__bucket *b)
 }
 
 /*
+ * wlk__text_make_room() - under the mutex, before a new name's text or a
+ * client id is stored (layout.h, TEXT): @chunks chunks free, forgetting
+ * idle names for them, least recently used first, as a new name does for
+ * its entry. Return: 0, WLK_EFULL (no idle name left to forget), or an
+ * error.
+ */
+int wlk__text_make_room(struct wlk__bucket *b, uint32_t chunks)
+{
+	while (wlk__text_room(b) < chunks) {
+		int rc = wlk__idle_inflate(b);
+
+		if (!rc)
+			rc = wlk__name_evict(b);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/*
  * wlk__stash_reclaim() - under the mutex, with the free list empty: take
  * back the slots clients keep in reserve. Return: how many.
  */

@@ -83,7 +83,13 @@ static int make_room(struct wlk__bucket *b, const struct wlk__enqueue *e,
 {
 	struct wlk_seg_header *h = b->hdr;
 	bool own = own_slot(b, e);
+	int rc;
 
+	if (ni == WLK_NIL) {
+		rc = wlk__text_make_room(b, wlk__name_chunks(e->name_len));
+		if (rc)
+			return rc;
+	}
 	if (!own && h->free_requests == WLK_NIL)
 		wlk__stash_reclaim(b);
 	if ((!own && h->free_requests == WLK_NIL) ||

@@ -102,6 +102,17 @@ static int make_room(struct wlk__bucket *b, uint32_t k, uint32_t missing)
 	return names < missing ? WLK_EFULL : 0;
 }
 
+/* The chunks the text of the names not in the table yet takes. */
+static uint32_t text_needed(const struct wlk__enqueue *e, const uint32_t *ni)
+{
+	uint32_t chunks = 0;
+
+	for (uint32_t i = 0; i < e->n_items; i++)
+		if (ni[i] == WLK_NIL)
+			chunks += wlk__name_chunks(e->items[i].len);
+	return chunks;
+}
+
 /* The checks before anything changes: room, and the deadlock test. */
 static int admit(struct wlk__bucket *b, const struct wlk__enqueue *e,
 		 const uint32_t *ni, uint32_t missing)
@@ -111,6 +122,8 @@ static int admit(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	for (uint32_t i = 0; i < e->n_items && !rc; i++)
 		if (ni[i] != WLK_NIL)
 			rc = wlk__name_touch(b, ni[i]);
+	if (!rc)
+		rc = wlk__text_make_room(b, text_needed(e, ni));
 	if (!rc)
 		rc = make_room(b, e->n_items, missing);
 	for (uint32_t i = 0; i < e->n_items && !rc; i++)

@@ -149,6 +149,7 @@ void wlk__fast_discard(struct wlk__bucket *b, uint32_t s, uint32_t g)
 	WLK_INTERNAL;
 int wlk__name_inflate(struct wlk__bucket *b, uint32_t ni) WLK_INTERNAL;
 int wlk__idle_inflate(struct wlk__bucket *b) WLK_INTERNAL;
+int wlk__text_make_room(struct wlk__bucket *b, uint32_t chunks) WLK_INTERNAL;
 uint32_t wlk__stash_reclaim(struct wlk__bucket *b) WLK_INTERNAL;
 
 #endif /* WLK_SPEC_H */

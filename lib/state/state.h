@@ -52,6 +52,48 @@ static inline bool wlk__name_idle(const struct wlk_seg_name *n)
 	return n->h_head == WLK_NIL && n->q_head == WLK_NIL;
 }
 
+/* A bad index or walk found: flag the segment for repair (recover.c). */
+static inline int wlk__corrupt(struct wlk__bucket *b)
+{
+	uatomic_set(&b->hdr->needs_repair, 1);
+	return WLK_ECORRUPT;
+}
+
+/* The hash a name is filed under in the segment's table. */
+static inline uint64_t wlk__name_hash(const struct wlk__bucket *b,
+				      const void *name, size_t len)
+{
+	return wlk__siphash13(b->seg_key, name, len);
+}
+
+/* text.c: long names' and client ids' bytes (layout.h, TEXT). */
+uint32_t wlk__text_room(const struct wlk__bucket *b) WLK_INTERNAL;
+int wlk__text_put(struct wlk__bucket *b, const void *src, uint32_t len,
+		  uint32_t *first) WLK_INTERNAL;
+void wlk__text_drop(struct wlk__bucket *b, uint32_t first,
+		    uint32_t len) WLK_INTERNAL;
+int wlk__text_cmp(const struct wlk__bucket *b, uint32_t first, uint32_t len,
+		  const void *s) WLK_INTERNAL;
+int wlk__text_copy(const struct wlk__bucket *b, uint32_t first, uint32_t len,
+		   void *dst) WLK_INTERNAL;
+int wlk__text_hash(const struct wlk__bucket *b, uint32_t first, uint32_t len,
+		   uint64_t *out) WLK_INTERNAL;
+bool wlk__text_mark(struct wlk__bucket *b, uint32_t first, uint32_t len,
+		    uint32_t tag) WLK_INTERNAL;
+void wlk__text_unmark(struct wlk__bucket *b) WLK_INTERNAL;
+void wlk__text_rebuild(struct wlk__bucket *b) WLK_INTERNAL;
+int wlk__name_cmp(const struct wlk__bucket *b, const struct wlk_seg_name *n,
+		  uint32_t len, const void *s) WLK_INTERNAL;
+int wlk__name_copy(const struct wlk__bucket *b, const struct wlk_seg_name *n,
+		   uint32_t len, void *dst) WLK_INTERNAL;
+int wlk__name_rehash(struct wlk__bucket *b, const struct wlk_seg_name *n,
+		     uint32_t len, uint64_t *out) WLK_INTERNAL;
+/* Chunks a name of @len bytes takes: none if it fits inline. */
+static inline uint32_t wlk__name_chunks(uint32_t len)
+{
+	return len <= WLK_NAME_INLINE ? 0 : wlk__chunks_for(len);
+}
+
 /* table.c: slot allocation and lookup; all under the segment mutex. */
 int wlk__name_find(struct wlk__bucket *b, const void *name, uint32_t len,
 		   uint64_t hash, uint32_t *out) WLK_INTERNAL;
@@ -60,6 +102,7 @@ int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 void wlk__name_put(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
 void wlk__name_settle(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
 int wlk__name_touch(struct wlk__bucket *b, uint32_t n) WLK_INTERNAL;
+int wlk__name_evict(struct wlk__bucket *b) WLK_INTERNAL;
 void wlk__name_list_put(struct wlk__bucket *b, uint32_t n,
 			enum wlk_name_list l) WLK_INTERNAL;
 void wlk__name_reset(struct wlk_seg_name *n) WLK_INTERNAL;
@@ -82,9 +125,7 @@ void wlk__agent_free(struct wlk__bucket *b, uint32_t ai, uint32_t gen)
 	WLK_INTERNAL;
 bool wlk__client_live(struct wlk__bucket *b, uint32_t c, uint32_t gen)
 	WLK_INTERNAL;
-int wlk__corrupt(struct wlk__bucket *b) WLK_INTERNAL;
-uint64_t wlk__name_hash(struct wlk__bucket *b, const void *name,
-			size_t len) WLK_INTERNAL;
+
 bool wlk__name_peek(struct wlk__bucket *b, const char *name, uint32_t len,
 		    uint64_t hash, uint32_t *ni, uint32_t *ngen) WLK_INTERNAL;
 

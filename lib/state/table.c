@@ -14,17 +14,6 @@
 
 #include "state.h"
 
-int wlk__corrupt(struct wlk__bucket *b)
-{
-	uatomic_set(&b->hdr->needs_repair, 1);
-	return WLK_ECORRUPT;
-}
-
-uint64_t wlk__name_hash(struct wlk__bucket *b, const void *name, size_t len)
-{
-	return wlk__siphash13(b->seg_key, name, len);
-}
-
 static uint32_t *chain_head(struct wlk__bucket *b, uint64_t hash)
 {
 	return &wlk__hash_heads(b)[hash & (b->geo.hash_buckets - 1)];
@@ -41,14 +30,21 @@ int wlk__name_find(struct wlk__bucket *b, const void *name, uint32_t len,
 
 	for (uint32_t steps = 0; i != WLK_NIL; steps++) {
 		struct wlk_seg_name *n = wlk__name_at(b, i);
+		int cmp;
 
 		if (!n || steps >= b->geo.max_names)
 			return wlk__corrupt(b);
 		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED &&
-		    n->hash == hash && n->len == len &&
-		    !memcmp(wlk__name_bytes(n), name, len)) {
-			*out = i;
-			return 0;
+		    n->hash == hash && n->len == len) {
+			/* A broken chain may be this very name: making
+			 * another entry for it would be two locks. */
+			cmp = wlk__name_cmp(b, n, len, name);
+			if (cmp < 0)
+				return wlk__corrupt(b);
+			if (!cmp) {
+				*out = i;
+				return 0;
+			}
 		}
 		i = n->chain;
 	}
@@ -190,11 +186,12 @@ void wlk__name_put(struct wlk__bucket *b, uint32_t ni)
 }
 
 /*
- * Free the least recently used idle name, for a new name to use; the
- * caller inflated it (wlk__idle_inflate()), so nobody holds it through its
- * fast word.
+ * wlk__name_evict() - free the least recently used idle name, for a new
+ * name (or its text) to use; the caller inflated it (wlk__idle_inflate()),
+ * so nobody holds it through its fast word. Return: 0, WLK_EFULL (no idle
+ * name), or WLK_ECORRUPT.
  */
-static int name_evict(struct wlk__bucket *b)
+int wlk__name_evict(struct wlk__bucket *b)
 {
 	struct wlk_seg_header *h = b->hdr;
 	uint32_t ni = h->idle_head, *link;
@@ -227,13 +224,16 @@ static int name_evict(struct wlk__bucket *b)
 	h->free_names = ni;
 	wlk__count(&h->n_names, -1);
 	wlk__count64(&h->name_bytes, -(int64_t)n->len);
+	if (wlk__name_chunks(n->len))
+		wlk__text_drop(b, n->chunk, n->len);
 	return 0;
 }
 
 /*
  * wlk__name_new() - create the entry for a name known to be absent; with
  * no free entry, the least recently used idle name goes, which the caller
- * inflated first (wlk__idle_inflate()).
+ * inflated first (wlk__idle_inflate()). A long name's chunks must be free
+ * (wlk__text_room(); the caller evicts for them).
  * Return: 0, or WLK_EFULL with nothing changed, or WLK_ECORRUPT.
  */
 int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
@@ -243,9 +243,13 @@ int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 	uint32_t i, *head;
 	struct wlk_seg_name *n;
 
-	if (h->free_names == WLK_NIL) {
-		int rc = name_evict(b);
+	uint32_t chunk = WLK_NIL;
+	int rc;
 
+	if (wlk__name_chunks(len) > wlk__text_room(b))
+		return WLK_EFULL;
+	if (h->free_names == WLK_NIL) {
+		rc = wlk__name_evict(b);
 		if (rc)
 			return rc;
 	}
@@ -253,13 +257,20 @@ int wlk__name_new(struct wlk__bucket *b, const void *name, uint32_t len,
 	n = wlk__name_at(b, i);
 	if (!n || WLK_WORD_STATE(n->word) != WLK_SLOT_FREE)
 		return wlk__corrupt(b);
+	if (len > WLK_NAME_INLINE) {
+		rc = wlk__text_put(b, name, len, &chunk);
+		if (rc)
+			return rc;
+	} else {
+		memcpy(n->text, name, len);
+	}
 	h->free_names = n->chain;
+	n->chunk = chunk;
 	n->len = len;
 	n->hash = hash;
 	n->token = h->next_token;
 	n->seq = 0;
 	wlk__fast_reset(n);
-	memcpy(wlk__name_bytes(n), name, len);
 	wlk__name_reset(n);
 	wlk__word_store(&n->word, WLK_WORD(WLK_WORD_GEN(n->word),
 					   WLK_SLOT_USED));
@@ -381,21 +392,24 @@ int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
 		      uint64_t now, uint32_t *out)
 {
 	struct wlk_seg_header *h = b->hdr;
-	uint32_t i = h->free_clients;
+	uint32_t i = h->free_clients, first;
 	struct wlk_seg_client *c;
+	int rc;
 
 	if (i == WLK_NIL)
 		return WLK_EFULL;
 	c = wlk__client_at(b, i);
 	if (!c || WLK_WORD_STATE(c->word) != WLK_SLOT_FREE)
 		return wlk__corrupt(b);
+	rc = wlk__text_put(b, id, (uint32_t)id_len, &first);
+	if (rc)
+		return rc;
 	h->free_clients = c->next;
 	c->agent = b->agent;
 	c->agent_gen = b->agent_gen;
 	c->pid = wlk__agent(b, b->agent)->pid;
 	c->id_len = (uint32_t)id_len;
-	memcpy(c->id, id, id_len);
-	c->id[id_len] = '\0';
+	c->id = first;
 	c->opened_ns = now;
 	c->doorbell = 0;
 	c->bell_key = 0;
@@ -419,6 +433,7 @@ void wlk__client_free(struct wlk__bucket *b, uint32_t ci)
 	c->next = h->free_clients;
 	h->free_clients = ci;
 	wlk__count(&h->n_clients, -1);
+	wlk__text_drop(b, c->id, c->id_len);
 }
 
 /*
@@ -502,7 +517,7 @@ bool wlk__name_peek(struct wlk__bucket *b, const char *name, uint32_t len,
 		if (WLK_WORD_STATE(w) == WLK_SLOT_USED &&
 		    uatomic_read(&n->hash) == hash &&
 		    uatomic_read(&n->len) == len &&
-		    !memcmp(wlk__name_bytes(n), name, len)) {
+		    !wlk__name_cmp(b, n, len, name)) {
 			cmm_smp_rmb();
 			if (uatomic_read(&n->word) != w)
 				return false;

@@ -65,6 +65,16 @@ uint64_t wlk__siphash(const uint64_t key[2], const void *data,
 		      size_t len) WLK_INTERNAL;
 uint64_t wlk__siphash13(const uint64_t key[2], const void *data,
 			size_t len) WLK_INTERNAL;
+/* The same over pieces: _words() takes whole 8-byte words, _end() the
+ * last piece and the length of all of them. */
+struct wlk__sip {
+	uint64_t v[4];
+};
+void wlk__sip13_begin(struct wlk__sip *s, const uint64_t key[2]) WLK_INTERNAL;
+void wlk__sip13_words(struct wlk__sip *s, const void *data,
+		      size_t len) WLK_INTERNAL;
+uint64_t wlk__sip13_end(struct wlk__sip *s, const void *data, size_t len,
+			size_t total) WLK_INTERNAL;
 
 /* futex.c: the only place that makes futex system calls. */
 struct wlk__waitv {

@@ -93,7 +93,7 @@
 
 enum region {
 	R_HEADER, R_AGENTS, R_CLIENTS, R_NAMES, R_REQUESTS, R_HASH, R_ANY,
-	R_TRUNCATE, REGIONS
+	R_TRUNCATE, R_CHUNKS, REGIONS
 };
 #define RECORD_HEAD 4 /* region, offset (2), length */
 #define ANY_SCALE 4   /* R_ANY offsets are in units of this */
@@ -117,7 +117,8 @@ static FILE *sink;
 static const char N_QUEUED[] = "a\n\xff"; /* held, two waiters queued */
 static const char N_SHARED[] = "b";       /* held shared twice */
 static const char N_STOLEN[] = "c";       /* stolen, not yet released */
-static const char N_IDLE[] = "idle";      /* released: an idle entry */
+/* Released: an idle entry, its text in two chunks (layout.h, TEXT). */
+static const char N_IDLE[] = "idle-and-longer-than-16-bytes";
 /* A scope (weblocks.h, SCOPES) held on "b" (shared) and "s". */
 static const struct wlk_name N_SCOPE[] = {{"s", 1}, {"b", 1}};
 static const char N_FAST[] = "fast";      /* held through the fast word */
@@ -354,6 +355,10 @@ static void region_of(unsigned int r, size_t *off, size_t *len)
 	case R_HASH:
 		*off = h->off_hash;
 		*len = h->hash_buckets * sizeof(uint32_t);
+		break;
+	case R_CHUNKS:
+		*off = h->off_chunks;
+		*len = h->max_chunks * sizeof(struct wlk_seg_chunk);
 		break;
 	default:
 		*off = 0;
@@ -627,6 +632,7 @@ static void write_seeds(const char *dir)
 	const uint64_t huge = UINT64_MAX - 1;
 	size_t req = sizeof(struct wlk_seg_request);
 	size_t name = seed_hdr()->name_stride;
+	size_t chunk = sizeof(struct wlk_seg_chunk);
 	uint8_t b[256];
 	size_t n;
 
@@ -690,6 +696,13 @@ static void write_seeds(const char *dir)
 	put_seed(dir, "hash-head", b, n);
 	n = record(b, R_TRUNCATE, 3, NULL, 0);
 	put_seed(dir, "truncated", b, n);
+	n = 0, REC(b, n, R_CHUNKS, offsetof(struct wlk_seg_chunk, next), big);
+	REC(b, n, R_CHUNKS, chunk + offsetof(struct wlk_seg_chunk, next),
+	    zero);
+	put_seed(dir, "chunk-links", b, n);
+	n = 0, REC(b, n, R_CLIENTS, offsetof(struct wlk_seg_client, id), big);
+	REC(b, n, R_NAMES, offsetof(struct wlk_seg_name, chunk), one);
+	put_seed(dir, "text-refs", b, n);
 }
 
 int main(int argc, char **argv)

@@ -196,7 +196,8 @@ static struct wlk_seg_name *name_entry(uint8_t *seg, const char *name)
 			seg + h->off_names + (size_t)i * h->name_stride);
 
 		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED &&
-		    n->len == strlen(name) && !memcmp(n + 1, name, n->len))
+		    n->len == strlen(name) && n->len <= WLK_NAME_INLINE &&
+		    !memcmp(n->text, name, n->len))
 			return n;
 	}
 	return NULL;
@@ -286,5 +287,154 @@ Test(damaged, a_broken_scope_ring_is_dropped_whole, T_FIX, .timeout = 20)
 	}
 	cr_assert_eq(t_held_n(m2, NULL, 0), 0);
 	t_assert_valid(m2, NULL);
+	munmap(seg, size);
+}
+
+/* A name longer than an entry holds (layout.h, TEXT): two chunks. */
+static const char LONG_NAME[] = "a-name-whose-bytes-take-two-chunks-of-text";
+
+/* The entry of LONG_NAME in a mapped segment, and its first chunk. */
+static struct wlk_seg_name *long_entry(uint8_t *seg,
+				       struct wlk_seg_chunk **first)
+{
+	const struct wlk_seg_header *h = (const struct wlk_seg_header *)seg;
+	struct wlk_seg_chunk *chunks =
+		(struct wlk_seg_chunk *)(seg + h->off_chunks);
+
+	for (uint32_t i = 0; i < h->max_names; i++) {
+		struct wlk_seg_name *n = (struct wlk_seg_name *)(
+			seg + h->off_names + (size_t)i * h->name_stride);
+
+		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED &&
+		    n->len == sizeof(LONG_NAME) - 1 &&
+		    n->chunk < h->max_chunks &&
+		    !memcmp(chunks[n->chunk].text, LONG_NAME,
+			    WLK_CHUNK_TEXT)) {
+			*first = &chunks[n->chunk];
+			return n;
+		}
+	}
+	return NULL;
+}
+
+/* Damage "b"'s queue so that the next locker of the bucket repairs it
+ * (see queue_with_a_tail_and_no_head_is_corrupt). */
+static void force_repair(struct wlk_manager *m, struct wlk_manager *m2,
+			 uint8_t *seg)
+{
+	static const struct wlk_options sh = {.size = sizeof(sh),
+					      .mode = WLK_SHARED};
+	static const struct wlk_options avail = {.size = sizeof(avail),
+						 .mode = WLK_SHARED,
+						 .if_available = true};
+	struct wlk_lock *l = NULL, *l2 = NULL;
+
+	T_ASSERT_RC(wlk_acquire(m, "b", 1, &sh, &l), 0);
+	name_entry(seg, "b")->q_tail = 0;
+	T_ASSERT_RC(wlk_acquire(m2, "b", 1, &avail, &l2), WLK_ECORRUPT);
+	T_ASSERT_RC(wlk_acquire(m2, "b", 1, &avail, &l2), 0);
+	T_ASSERT_RC(wlk_release(l2), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
+}
+
+/*
+ * Repair re-hashes every name from its bytes: a long one's run through
+ * its chain of chunks, which must give the hash it was filed under, or
+ * the held name would be found nowhere and granted twice.
+ */
+Test(damaged, a_long_name_is_found_again_after_repair, T_FIX, .timeout = 20)
+{
+	static const struct wlk_options now = {.size = sizeof(now),
+					       .if_available = true};
+	struct wlk_manager *m = t_open(), *m2 = t_open();
+	struct wlk_lock *l = NULL, *l2 = (struct wlk_lock *)&l2;
+	size_t size;
+	uint8_t *seg;
+
+	T_ASSERT_RC(wlk_acquire(m, LONG_NAME, WLK_NUL_TERMINATED, NULL, &l),
+		    0);
+	seg = t_segment_map(&size);
+	force_repair(m, m2, seg);
+	T_ASSERT_RC(wlk_acquire(m2, LONG_NAME, WLK_NUL_TERMINATED, &now, &l2),
+		    0);
+	cr_assert_null(l2, "the long name was granted twice after repair");
+	cr_assert_eq(t_held_n(m2, LONG_NAME, sizeof(LONG_NAME) - 1), 1);
+	t_assert_valid(m2, NULL);
+	T_ASSERT_RC(wlk_release(l), 0);
+	munmap(seg, size);
+}
+
+/*
+ * A long name whose chain of chunks is cut short: the validator says so;
+ * looking the name up reports corruption rather than making a second
+ * entry for it (two locks of one name); the repair drops the entry, its
+ * chunks come back, and the name works again.
+ */
+Test(damaged, a_broken_chain_of_chunks_drops_its_name, T_FIX, .timeout = 20)
+{
+	static const struct wlk_options now = {.size = sizeof(now),
+					       .if_available = true};
+	struct wlk_manager *m = t_open(), *m2 = t_open();
+	struct wlk_lock *l = NULL, *l2 = NULL;
+	struct wlk_seg_chunk *first = NULL;
+	size_t size;
+	uint8_t *seg;
+
+	T_ASSERT_RC(wlk_acquire(m, LONG_NAME, WLK_NUL_TERMINATED, NULL, &l),
+		    0);
+	seg = t_segment_map(&size);
+	cr_assert_not_null(long_entry(seg, &first));
+	first->next = WLK_NIL;
+	cr_assert_neq(wlk_manager_validate(m, NULL, NULL), 0,
+		      "the validator missed the broken chain");
+	T_ASSERT_RC(wlk_acquire(m2, LONG_NAME, WLK_NUL_TERMINATED, &now, &l2),
+		    WLK_ECORRUPT);
+	/* The next locker repairs: the entry is gone, and with it m's
+	 * lock; the name is free again. */
+	T_ASSERT_RC(wlk_acquire(m2, LONG_NAME, WLK_NUL_TERMINATED, &now, &l2),
+		    0);
+	cr_assert_not_null(l2);
+	cr_assert_eq(t_held_n(m2, LONG_NAME, sizeof(LONG_NAME) - 1), 1);
+	t_assert_valid(m2, NULL);
+	T_ASSERT_RC(wlk_release(l2), 0);
+	(void)wlk_release(l);
+	munmap(seg, size);
+}
+
+/*
+ * A name is its bytes, all of them: an entry filed under LONG_NAME's hash
+ * whose last byte (in its second chunk) no longer matches is another
+ * name, however equal the rest and the hash. (Equal hashes of different
+ * names are what the comparison is for; damage is the one way a test
+ * can make one.)
+ */
+Test(damaged, a_long_name_is_compared_to_its_last_byte, T_FIX, .timeout = 20)
+{
+	static const struct wlk_options now = {.size = sizeof(now),
+					       .if_available = true};
+	const size_t last = (sizeof(LONG_NAME) - 2) % WLK_CHUNK_TEXT;
+	struct wlk_manager *m = t_open(), *m2 = t_open();
+	struct wlk_lock *l = NULL, *l2 = NULL;
+	struct wlk_seg_chunk *first = NULL, *second;
+	struct wlk_seg_header *h;
+	size_t size;
+	uint8_t *seg;
+
+	T_ASSERT_RC(wlk_acquire(m, LONG_NAME, WLK_NUL_TERMINATED, NULL, &l),
+		    0);
+	seg = t_segment_map(&size);
+	h = (struct wlk_seg_header *)seg;
+	cr_assert_not_null(long_entry(seg, &first));
+	cr_assert_lt(first->next, h->max_chunks);
+	second = (struct wlk_seg_chunk *)(seg + h->off_chunks) + first->next;
+	cr_assert_eq(second->text[last], (uint8_t)LONG_NAME[sizeof(LONG_NAME) -
+							     2]);
+	second->text[last] ^= 1;
+	T_ASSERT_RC(wlk_acquire(m2, LONG_NAME, WLK_NUL_TERMINATED, &now, &l2),
+		    0);
+	cr_assert_not_null(l2, "an entry differing in the last byte matched");
+	T_ASSERT_RC(wlk_release(l2), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
+	second->text[last] ^= 1; /* for the fixture's validation */
 	munmap(seg, size);
 }

@@ -107,7 +107,7 @@ static struct wlk_seg_name *name_of(uint8_t *base, char c)
 		struct wlk_seg_name *n = name_slot(base, i);
 
 		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED && n->len == 1 &&
-		    *(const char *)(n + 1) == c)
+		    n->text[0] == (uint8_t)c)
 			return n;
 	}
 	cr_assert_fail("no entry for \"%c\"", c);

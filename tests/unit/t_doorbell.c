@@ -45,6 +45,30 @@ static bool readable(int fd, int ms)
 }
 
 /* Map the bucket's segment and find the client slot with @client_id. */
+/* Whether client slot @c's id (layout.h, TEXT: a chain of chunks) is @id. */
+static bool id_is(const void *map, const struct wlk_seg_client *c,
+		  const char *id)
+{
+	const struct wlk_seg_header *h = map;
+	const struct wlk_seg_chunk *chunks =
+		(const struct wlk_seg_chunk *)((const char *)map +
+					       h->off_chunks);
+	uint32_t len = c->id_len, i = c->id;
+
+	if (len != strlen(id))
+		return false;
+	for (uint32_t at = 0; at < len; at += WLK_CHUNK_TEXT) {
+		uint32_t piece = len - at < WLK_CHUNK_TEXT ? len - at
+							   : WLK_CHUNK_TEXT;
+
+		if (i >= h->max_chunks ||
+		    memcmp(chunks[i].text, id + at, piece))
+			return false;
+		i = chunks[i].next;
+	}
+	return true;
+}
+
 static struct wlk_seg_client *client_slot(const char *client_id,
 					  void **map, size_t *size)
 {
@@ -71,7 +95,7 @@ static struct wlk_seg_client *client_slot(const char *client_id,
 						  h->off_clients) + i;
 
 		if (WLK_WORD_STATE(x->word) == WLK_SLOT_USED &&
-		    !strcmp(x->id, client_id))
+		    id_is(*map, x, client_id))
 			c = x;
 	}
 	wlk_inspect_snapshot_free(s);

@@ -285,7 +285,7 @@ static uint64_t *fast_word_of(struct seg_map *s, char c)
 						(size_t)i * s->h->name_stride);
 
 		if (WLK_WORD_STATE(n->word) == WLK_SLOT_USED && n->len == 1 &&
-		    *(char *)(n + 1) == c)
+		    n->text[0] == (uint8_t)c)
 			return &n->fast;
 	}
 	cr_assert_fail("no name entry for %c", c);
