@@ -156,7 +156,7 @@ static bool eq_piece(const uint8_t *text, uint32_t piece, void *arg)
 {
 	struct cursor *cur = arg;
 
-	if (memcmp(text, cur->s, piece))
+	if (memcmp(text, cur->s, piece) != 0)
 		return false;
 	cur->s += piece;
 	return true;
