@@ -176,6 +176,10 @@ static const struct {
 	  "PID namespaces limit the shared-memory engine only" },
 	{ "mp_query::snapshot_is_atomic_across_names",
 	  "fills the segment's name table to slow its copy down" },
+	{ "text::default_bucket", "the segment's size" },
+	{ "text::arena_bytes", "the segment's arena (etcd ignores the option)" },
+	{ "text::smallest_arena", "the segment's arena" },
+	{ "text::a_full_arena", "the segment's arena" },
 };
 
 /* Skip the current test on etcd if the table says so. */
