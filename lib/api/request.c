@@ -14,9 +14,10 @@
 
 /*
  * Spec 3.2.1 steps 5-9, after the argument checks (WLK_EINVAL) and the
- * manager check (WLK_ESTATE) that precede them.
+ * manager check (WLK_ESTATE) that precede them. Inline in begin(): a call
+ * here cost the uncontended pair a tenth of its instructions.
  */
-static int validate(struct wlk_manager *m, const char *name, size_t *len,
+static inline __attribute__((always_inline)) int validate(struct wlk_manager *m, const char *name, size_t *len,
 		    const struct wlk_options *o)
 {
 	if (*len == WLK_NUL_TERMINATED)
