@@ -60,8 +60,10 @@ static void discard(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
  * + 1, by the mutex side); a fast-born lock whose manager was closed
  * meanwhile has its slot discarded here. The lane's put may drop the
  * manager's last reference (lane.c, PINS): nothing touches @m after it.
+ * Inline in its callers: the uncontended release keeps one frame.
  */
-static int release_handle(struct wlk__shm_lock *l)
+static inline __attribute__((always_inline)) int
+release_handle(struct wlk__shm_lock *l)
 {
 	struct wlk__shm_manager *m = wlk__shm_lm(l);
 	struct wlk__lane *lane = &m->lanes[l->lane];
@@ -206,7 +208,7 @@ static int fast(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		why = uatomic_read(&o->signal->reason);
 	if (!why)
 		return 0;
-	release_handle(l);
+	wlk__shm_release(&l->pub);
 	return why;
 }
 

@@ -9,6 +9,8 @@
 #ifndef WLK_SHM_H
 #define WLK_SHM_H
 
+#include <string.h>
+
 #include "engine.h"
 #include "attach.h"
 #include "inspect_internal.h"
@@ -121,10 +123,12 @@ static inline void wlk__shm_lock_init(struct wlk__shm_lock *l)
 void wlk__lane_fill(struct wlk__shm_manager *m) WLK_INTERNAL;
 void wlk__lane_seal(struct wlk__shm_manager *m) WLK_INTERNAL;
 void wlk__lane_unclaim(struct wlk__shm_lock *l) WLK_INTERNAL;
-enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
-				 struct wlk__shm_lock *l,
-				 bool may_wait) WLK_INTERNAL;
 enum wlk__fast wlk__lane_await(struct wlk__shm_lock *l) WLK_INTERNAL;
+bool wlk__lane_lookup(struct wlk__bucket *b, struct wlk__shm_lock *l)
+	WLK_INTERNAL;
+enum wlk__fast wlk__lane_missed(struct wlk__shm_manager *m,
+				struct wlk__shm_lock *l, struct wlk__lane *lane,
+				enum wlk__fast rc, bool memo_hit) WLK_INTERNAL;
 
 /*
  * wlk__lane_grab() - make a lane of @m in @state BUSY, or NULL. Plain
@@ -215,6 +219,76 @@ static inline void wlk__lane_put(struct wlk__shm_manager *m,
 	cmm_smp_mb();
 	if (wlk__lane_store(m, lane, slot, gen, ready))
 		uatomic_dec(&m->pub.refs);
+}
+
+/*
+ * The name this thread found last, per thread (lane.c's): taking the same
+ * name again skips the hash and the table walk. Entries are (slot, gen),
+ * so a stale one only makes the fast word's CAS fail; the segment key
+ * tells segments apart (a bucket's memory may be reused for another).
+ */
+struct wlk__memo {
+	uint64_t seg_key[2];
+	uint64_t hash;
+	uint32_t len;
+	uint32_t ni;
+	uint32_t ngen;
+	char name[WLK_SHORT_NAME];
+};
+extern WLK_TLS struct wlk__memo wlk__memo WLK_INTERNAL;
+
+/* Whether the memo has @l's name: then @l's hash, fast_name and fast_ngen
+ * are set from it. */
+static inline bool wlk__memo_find(struct wlk__bucket *b,
+				  struct wlk__shm_lock *l)
+{
+	const struct wlk__memo *memo = &wlk__memo;
+
+	if (memo->len != l->pub.name_len ||
+	    memo->seg_key[0] != b->seg_key[0] ||
+	    memo->seg_key[1] != b->seg_key[1] || !memo->len ||
+	    memcmp(memo->name, l->pub.name, l->pub.name_len) != 0)
+		return false;
+	l->hash = memo->hash;
+	l->hashed = true;
+	l->fast_name = memo->ni;
+	l->fast_ngen = memo->ngen;
+	return true;
+}
+
+/*
+ * wlk__lane_acquire() - take @l's name in @l->mode by the fast path, or,
+ * if @may_wait, wait for it as its fast waiter: find the name (the memo,
+ * or wlk__lane_lookup()), take a lane's slot, and let the fast word
+ * (state.h) do the rest. Inline: the uncontended acquire; lane.c's.
+ * Return: WLK__FAST_OK or _FROZEN: held, @l filled (slot, gen, token,
+ * fast fields); _WAITING: enlisted (wlk__lane_await() next); _SLOW: no
+ * reserved slot, unknown name, inflated, contended, a race: take the mutex.
+ */
+static inline enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
+					       struct wlk__shm_lock *l,
+					       bool may_wait)
+{
+	struct wlk__bucket *b = m->b;
+	struct wlk__lane *lane;
+	enum wlk__fast rc;
+	bool memo_hit = wlk__memo_find(b, l);
+
+	if (!memo_hit && !wlk__lane_lookup(b, l))
+		return WLK__FAST_SLOW;
+	if (!wlk__name_at(b, l->fast_name))
+		return WLK__FAST_SLOW;
+	lane = wlk__lane_take(m);
+	if (!lane)
+		return WLK__FAST_SLOW;
+	l->slot = lane->slot;
+	l->gen = lane->gen;
+	rc = wlk__fast_acquire(b, &l->claim, may_wait, &l->pub.token);
+	if (caa_unlikely(rc == WLK__FAST_SLOW || rc == WLK__FAST_LOST))
+		return wlk__lane_missed(m, l, lane, rc, memo_hit);
+	l->lane = (uint8_t)(lane - m->lanes);
+	l->fast = rc != WLK__FAST_WAITING;
+	return rc;
 }
 
 /*
