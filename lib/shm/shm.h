@@ -131,20 +131,32 @@ enum wlk__fast wlk__lane_missed(struct wlk__shm_manager *m,
 				enum wlk__fast rc, bool memo_hit) WLK_INTERNAL;
 
 /*
- * wlk__lane_grab() - make a lane of @m in @state BUSY, or NULL. Plain
- * reads first: a CAS on a lane that cannot match would cost for nothing.
- * Inline, with wlk__lane_take() and wlk__lane_put(), for the uncontended
- * path; lane.c's, like the rest of lane state.
+ * wlk__lane_grab_at() - make a lane of @m in @state BUSY, or NULL; *@at
+ * its index. Plain reads first: a CAS on a lane that cannot match would
+ * cost for nothing. Inline, with wlk__lane_take() and wlk__lane_put(), for
+ * the uncontended path; lane.c's, like the rest of lane state.
  */
-static inline struct wlk__lane *wlk__lane_grab(struct wlk__shm_manager *m,
-					       uint32_t state)
+static inline struct wlk__lane *
+wlk__lane_grab_at(struct wlk__shm_manager *m, uint32_t state,
+		  unsigned int *at)
 {
 	for (unsigned int i = 0; i < WLK_LANES; i++)
 		if (uatomic_read(&m->lanes[i].state) == state &&
 		    uatomic_cmpxchg(&m->lanes[i].state, state,
-				    WLK_LANE_BUSY) == state)
+				    WLK_LANE_BUSY) == state) {
+			*at = i;
 			return &m->lanes[i];
+		}
 	return NULL;
+}
+
+/* wlk__lane_grab() - wlk__lane_grab_at(), the index not wanted. */
+static inline struct wlk__lane *wlk__lane_grab(struct wlk__shm_manager *m,
+					       uint32_t state)
+{
+	unsigned int at;
+
+	return wlk__lane_grab_at(m, state, &at);
 }
 
 /* wlk__lane_take() - take a READY lane of @m (BUSY then), or NULL. */
@@ -272,13 +284,14 @@ static inline enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
 	struct wlk__bucket *b = m->b;
 	struct wlk__lane *lane;
 	enum wlk__fast rc;
+	unsigned int at;
 	bool memo_hit = wlk__memo_find(b, l);
 
 	if (!memo_hit && !wlk__lane_lookup(b, l))
 		return WLK__FAST_SLOW;
 	if (!wlk__name_at(b, l->fast_name))
 		return WLK__FAST_SLOW;
-	lane = wlk__lane_take(m);
+	lane = wlk__lane_grab_at(m, WLK_LANE_READY, &at);
 	if (!lane)
 		return WLK__FAST_SLOW;
 	l->slot = lane->slot;
@@ -286,7 +299,7 @@ static inline enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
 	rc = wlk__fast_acquire(b, &l->claim, may_wait, &l->pub.token);
 	if (caa_unlikely(rc == WLK__FAST_SLOW || rc == WLK__FAST_LOST))
 		return wlk__lane_missed(m, l, lane, rc, memo_hit);
-	l->lane = (uint8_t)(lane - m->lanes);
+	l->lane = (uint8_t)at;
 	l->fast = rc != WLK__FAST_WAITING;
 	return rc;
 }

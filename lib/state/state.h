@@ -195,11 +195,11 @@ static inline enum wlk__fast wlk__fast_done(struct wlk__bucket *b)
 /*
  * Claim @c's request slot, RESERVED in gen c->gen: FAST in gen + 1 (a new
  * gen per claim tells one fast waiter claim from the next), name and mode
- * filled, c->gen moved on. Return: false if the mutex side reclaimed the
- * slot (wlk__stash_reclaim()).
+ * filled, c->gen moved on. Return: the slot, or NULL if the mutex side
+ * reclaimed it (wlk__stash_reclaim()).
  */
-static inline bool wlk__fast_claim_slot(struct wlk__bucket *b,
-					struct wlk__fast_claim *c)
+static inline struct wlk_seg_request *
+wlk__fast_claim_slot(struct wlk__bucket *b, struct wlk__fast_claim *c)
 {
 	struct wlk_seg_request *r = wlk__req(b, c->slot);
 	uint32_t gen = c->gen;
@@ -207,7 +207,7 @@ static inline bool wlk__fast_claim_slot(struct wlk__bucket *b,
 	if (uatomic_cmpxchg(&r->word, WLK_WORD(gen, WLK_SLOT_RESERVED),
 			    WLK_WORD(gen + 1, WLK_SLOT_FAST)) !=
 	    WLK_WORD(gen, WLK_SLOT_RESERVED))
-		return false;
+		return NULL;
 	r->mode = (uint8_t)c->mode;
 	r->flags = 0;
 	r->name = c->ni;
@@ -215,7 +215,7 @@ static inline bool wlk__fast_claim_slot(struct wlk__bucket *b,
 	r->token = 0;
 	r->enq_ns = r->grant_ns = wlk__stamp_ns();
 	c->gen = gen + 1;
-	return true;
+	return r;
 }
 
 /* wlk__fast_unclaim_slot() - @c's slot is RESERVED again, in gen c->gen. */
@@ -243,13 +243,15 @@ static inline enum wlk__fast wlk__fast_acquire(struct wlk__bucket *b,
 {
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
 	uint64_t on = wlk__fast_on_free(c->ngen);
+	struct wlk_seg_request *r;
 	struct wlk__pair seen;
 	uint64_t t;
 
 	seen.lo = wlk__fast_load(&n->fast);
 	if (caa_unlikely(seen.lo != on))
 		return wlk__fast_acquire_held(b, c, may_wait, seen.lo, token);
-	if (!wlk__fast_claim_slot(b, c))
+	r = wlk__fast_claim_slot(b, c);
+	if (!r)
 		return WLK__FAST_LOST;
 	/* The token is read apart from the word: the CAS checks both. */
 	seen.hi = uatomic_read(&n->token);
@@ -260,7 +262,7 @@ static inline enum wlk__fast wlk__fast_acquire(struct wlk__bucket *b,
 							  c->mode),
 				       t})))
 		return wlk__fast_take(b, c, seen, 1, may_wait, token);
-	uatomic_set(&wlk__req(b, c->slot)->token, t);
+	uatomic_set(&r->token, t);
 	*token = t;
 	return wlk__fast_done(b);
 }
@@ -278,17 +280,18 @@ static inline enum wlk__fast wlk__fast_let_go(struct wlk__bucket *b,
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
 	uint64_t on = wlk__fast_on_free(c->ngen);
 	uint64_t held = on | wlk__fast_who(c->slot, c->gen, c->mode);
+	struct wlk_seg_request *r = wlk__req(b, c->slot);
 	uint64_t f;
 
 	/* The whole gen first: the fast word has only its low bits, and a
 	 * stale handle (its manager closed) must not match a reused slot. */
-	if (wlk__word_load(&wlk__req(b, c->slot)->word) !=
-	    WLK_WORD(c->gen, WLK_SLOT_FAST))
+	if (wlk__word_load(&r->word) != WLK_WORD(c->gen, WLK_SLOT_FAST))
 		return WLK__FAST_SLOW;
 	f = uatomic_cmpxchg(&n->fast, held, on);
 	if (caa_unlikely(f != held))
 		return wlk__fast_let_go_rest(b, c, f);
-	wlk__fast_unclaim_slot(b, c);
+	/* RESERVED again (wlk__fast_unclaim_slot()). */
+	wlk__word_store(&r->word, WLK_WORD(c->gen, WLK_SLOT_RESERVED));
 	return wlk__fast_done(b);
 }
 
