@@ -54,28 +54,17 @@ static void discard(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 }
 
 /*
- * Release @l's lock: by the fast path if it took it that way and its name
- * is still not inflated, else under the mutex. A lock in a slot of one of
- * the manager's lanes gives the slot back to the lane (kept RESERVED, gen
- * + 1, by the mutex side); a fast-born lock whose manager was closed
- * meanwhile has its slot discarded here. The lane's put may drop the
- * manager's last reference (lane.c, PINS): nothing touches @m after it.
- * Inline in its callers: the uncontended release keeps one frame.
+ * release_handle()'s rest, out of line: @l's lock after its fast word's
+ * release did @f (WLK__FAST_SLOW: not released there, or not tried), unless
+ * that was the common end (released, no query copying, manager open).
  */
-static inline __attribute__((always_inline)) int
-release_handle(struct wlk__shm_lock *l)
+static __attribute__((noinline)) int release_rest(struct wlk__shm_lock *l,
+						  enum wlk__fast f)
 {
 	struct wlk__shm_manager *m = wlk__shm_lm(l);
 	struct wlk__lane *lane = &m->lanes[l->lane];
-	enum wlk__fast f = WLK__FAST_SLOW;
 	int rc;
 
-	if (l->fast) {
-		/* Marked before the fast word's CAS, which is the full
-		 * barrier wlk__lane_settle() needs after the mark. */
-		wlk__lane_letgo(lane);
-		f = wlk__lane_release(l);
-	}
 	if (caa_unlikely(f == WLK__FAST_FROZEN))
 		(void)freeze_wait(m->b, NULL, 0);
 	if (f == WLK__FAST_OK || f == WLK__FAST_FROZEN) {
@@ -94,6 +83,35 @@ release_handle(struct wlk__shm_lock *l)
 		wlk__lane_put_last(m, lane, l->slot, l->gen + 1, rc == 0);
 	}
 	return rc;
+}
+
+/*
+ * Release @l's lock: by the fast path if it took it that way and its name
+ * is still not inflated, else under the mutex. A lock in a slot of one of
+ * the manager's lanes gives the slot back to the lane (kept RESERVED, gen
+ * + 1, by the mutex side); a fast-born lock whose manager was closed
+ * meanwhile has its slot discarded (release_rest()). The lane's put may
+ * drop the manager's last reference (lane.c, PINS): nothing touches @m
+ * after it. Inline in its callers, and the common end here, without a
+ * call: the uncontended release keeps one small frame.
+ */
+static inline __attribute__((always_inline)) int
+release_handle(struct wlk__shm_lock *l)
+{
+	struct wlk__shm_manager *m = wlk__shm_lm(l);
+	struct wlk__lane *lane = &m->lanes[l->lane];
+	enum wlk__fast f;
+
+	if (!l->fast)
+		return release_rest(l, WLK__FAST_SLOW);
+	/* Marked before the fast word's CAS, which is the full barrier
+	 * wlk__lane_settle() needs after the mark. */
+	wlk__lane_letgo(lane);
+	f = wlk__lane_release(l);
+	if (caa_unlikely(f != WLK__FAST_OK || uatomic_read(&m->pub.closed)))
+		return release_rest(l, f);
+	wlk__lane_settle(m, lane, l->slot, l->gen, true);
+	return 0;
 }
 
 /* Queue the request and wait for its grant (wait.c). Return: 0 with
