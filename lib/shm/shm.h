@@ -65,6 +65,9 @@ struct wlk__shm_lock {
 			enum wlk_mode mode;
 		};
 	};
+	/* The fast word that names it as the holder, as the uncontended
+	 * acquire made it (wlk__fast_acquire()), or 0. */
+	uint64_t held_word;
 	/* The name's hash in its segment, once the fast path computed it. */
 	bool hashed;
 	uint64_t hash;
@@ -113,6 +116,7 @@ static inline struct wlk__shm_manager *wlk__shm_lm(struct wlk__shm_lock *l)
 static inline void wlk__shm_lock_init(struct wlk__shm_lock *l)
 {
 	l->mode = l->pub.mode;
+	l->held_word = 0;
 	l->fast = false;
 	l->laned = false;
 	l->lane = 0;
@@ -296,7 +300,8 @@ static inline enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
 		return WLK__FAST_SLOW;
 	l->slot = lane->slot;
 	l->gen = lane->gen;
-	rc = wlk__fast_acquire(b, &l->claim, may_wait, &l->pub.token);
+	rc = wlk__fast_acquire(b, &l->claim, may_wait, &l->pub.token,
+			       &l->held_word);
 	if (caa_unlikely(rc == WLK__FAST_SLOW || rc == WLK__FAST_LOST))
 		return wlk__lane_missed(m, l, lane, rc, memo_hit);
 	l->lane = (uint8_t)at;
@@ -313,7 +318,8 @@ static inline enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
  */
 static inline enum wlk__fast wlk__lane_release(struct wlk__shm_lock *l)
 {
-	enum wlk__fast rc = wlk__fast_let_go(wlk__shm_lm(l)->b, &l->claim);
+	enum wlk__fast rc = wlk__fast_let_go(wlk__shm_lm(l)->b, &l->claim,
+					     l->held_word);
 
 	if (rc != WLK__FAST_SLOW)
 		l->fast = false;

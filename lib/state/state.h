@@ -233,20 +233,24 @@ static inline void wlk__fast_unclaim_slot(struct wlk__bucket *b,
  * then the word and the name's next token in one CAS (layout.h, TOKENS ON
  * THE FAST PATH), which publishes the slot's fields to whoever inflates.
  * Return: WLK__FAST_OK or _FROZEN: held, *@token set, the slot FAST in
- * c->gen; _WAITING: enlisted (wlk__fast_await() next); _SLOW: neither, the
- * slot RESERVED in c->gen (unclaimed, or claimed and given back);
- * _LOST: the mutex side reclaimed the slot.
+ * c->gen, and *@held the fast word that names it as the holder (0 if not
+ * known here: wlk__fast_let_go() then works it out); _WAITING: enlisted
+ * (wlk__fast_await() next); _SLOW: neither, the slot RESERVED in c->gen
+ * (unclaimed, or claimed and given back); _LOST: the mutex side reclaimed
+ * the slot.
  */
 static inline enum wlk__fast wlk__fast_acquire(struct wlk__bucket *b,
 					       struct wlk__fast_claim *c,
-					       bool may_wait, uint64_t *token)
+					       bool may_wait, uint64_t *token,
+					       uint64_t *held)
 {
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
 	uint64_t on = wlk__fast_on_free(c->ngen);
 	struct wlk_seg_request *r;
 	struct wlk__pair seen;
-	uint64_t t;
+	uint64_t t, mine;
 
+	*held = 0;
 	seen.lo = wlk__fast_load(&n->fast);
 	if (caa_unlikely(seen.lo != on))
 		return wlk__fast_acquire_held(b, c, may_wait, seen.lo, token);
@@ -256,30 +260,31 @@ static inline enum wlk__fast wlk__fast_acquire(struct wlk__bucket *b,
 	/* The token is read apart from the word: the CAS checks both. */
 	seen.hi = uatomic_read(&n->token);
 	t = seen.hi + 1;
-	if (caa_unlikely(!wlk__cas2(
-		    &n->fast, &seen,
-		    (struct wlk__pair){on | wlk__fast_who(c->slot, c->gen,
-							  c->mode),
-				       t})))
+	mine = on | wlk__fast_who(c->slot, c->gen, c->mode);
+	if (caa_unlikely(!wlk__cas2(&n->fast, &seen,
+				    (struct wlk__pair){mine, t})))
 		return wlk__fast_take(b, c, seen, 1, may_wait, token);
 	uatomic_set(&r->token, t);
 	*token = t;
+	*held = mine;
 	return wlk__fast_done(b);
 }
 
 /*
  * wlk__fast_let_go() - release @c's lock, held through the fast word: back
  * to "on, free", or, with a fast waiter, handed over to it; the slot is
- * RESERVED again, in gen c->gen. Return: WLK__FAST_OK or _FROZEN:
- * released; _SLOW: the name was inflated meanwhile (the lock is an
- * ordinary held or stolen request now): release it under the mutex.
+ * RESERVED again, in gen c->gen. @held: the fast word that names @c as
+ * the holder, if wlk__fast_acquire() gave it, else 0 (worked out here).
+ * Return: WLK__FAST_OK or _FROZEN: released; _SLOW: the name was inflated
+ * meanwhile (the lock is an ordinary held or stolen request now): release
+ * it under the mutex.
  */
 static inline enum wlk__fast wlk__fast_let_go(struct wlk__bucket *b,
-					      const struct wlk__fast_claim *c)
+					      const struct wlk__fast_claim *c,
+					      uint64_t held)
 {
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
 	uint64_t on = wlk__fast_on_free(c->ngen);
-	uint64_t held = on | wlk__fast_who(c->slot, c->gen, c->mode);
 	struct wlk_seg_request *r = wlk__req(b, c->slot);
 	uint64_t f;
 
@@ -287,6 +292,8 @@ static inline enum wlk__fast wlk__fast_let_go(struct wlk__bucket *b,
 	 * stale handle (its manager closed) must not match a reused slot. */
 	if (wlk__word_load(&r->word) != WLK_WORD(c->gen, WLK_SLOT_FAST))
 		return WLK__FAST_SLOW;
+	if (!held)
+		held = on | wlk__fast_who(c->slot, c->gen, c->mode);
 	f = uatomic_cmpxchg(&n->fast, held, on);
 	if (caa_unlikely(f != held))
 		return wlk__fast_let_go_rest(b, c, f);
