@@ -187,6 +187,25 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 }
 
 /*
+ * The end of fast() once @l holds: the checks a grant gets on the slow
+ * path, a manager closed meanwhile, a signal aborted meanwhile (spec 4.4
+ * step 14.1), unless @why (nonzero) failed it already; a failed grant is
+ * released. Return: 0, or the error.
+ */
+static inline int granted(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
+			  const struct wlk_options *o, int why)
+{
+	if (!why && uatomic_read(&m->pub.closed))
+		why = WLK_ESTATE;
+	if (!why && o->signal)
+		why = uatomic_read(&o->signal->reason);
+	if (caa_likely(!why))
+		return 0;
+	wlk__shm_release(&l->pub);
+	return why;
+}
+
+/*
  * The uncontended path (lane.c), with the checks a grant gets on the slow
  * path: a manager closed meanwhile, a signal aborted meanwhile (spec 4.4
  * step 14.1). A request with neither timeout nor signal may also wait
@@ -198,13 +217,15 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 static int fast(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		const struct wlk_options *o, enum wlk__step *step)
 {
-	/* A fast waiter is in no queue: a manager that detects deadlocks
-	 * waits where the check can see it (spec/deadlock.c). */
-	bool may_wait = !o->signal && !o->timeout_ns && !o->if_available &&
-			!m->detect && wlk__spin_ok();
+	/* Not with a bound on the wait: a fast waiter spins. */
+	bool may_wait = m->fast_wait && !o->signal && !o->timeout_ns &&
+			!o->if_available;
 	enum wlk__fast f = wlk__lane_acquire(m, l, may_wait);
 	int why;
 
+	*step = WLK__STEP_HELD;
+	if (caa_likely(f == WLK__FAST_OK)) /* no query copying: the checks */
+		return granted(m, l, o, 0);
 	*step = WLK__STEP_SETTLE;
 	if (f == WLK__FAST_WAITING) {
 		f = wlk__lane_await(l);
@@ -220,14 +241,7 @@ static int fast(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 	why = f == WLK__FAST_ADOPTED
 		      ? freeze_wait(m->b, &l->pub.token, l->slot)
 		      : 0;
-	if (!why && uatomic_read(&m->pub.closed))
-		why = WLK_ESTATE;
-	if (!why && o->signal)
-		why = uatomic_read(&o->signal->reason);
-	if (!why)
-		return 0;
-	wlk__shm_release(&l->pub);
-	return why;
+	return granted(m, l, o, why);
 }
 
 /*

@@ -43,6 +43,9 @@ struct wlk__shm_manager {
 	uint32_t client;         /* client slot and its gen */
 	uint32_t client_gen;
 	bool detect;             /* detect_deadlocks: requests are checked */
+	/* Its requests may wait as a name's fast waiter (acquire.c, fast()):
+	 * it does not detect deadlocks, and spinning pays here. */
+	bool fast_wait;
 	struct wlk__actx *actx;  /* async state (async.c), under pub.amu */
 	struct wlk__lane lanes[WLK_LANES];
 };
