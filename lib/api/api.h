@@ -107,6 +107,7 @@ static inline void wlk__lock_free(struct wlk_lock *l)
 	}
 	wlk__lock_free_slow(l);
 }
+
 /* scope.c: a scope's checks and its sorted, unique names (free() them). */
 int wlk__scope_begin(struct wlk_manager *m, const struct wlk_name *names,
 		     size_t n, const struct wlk_options **o,

@@ -17,8 +17,9 @@
  * manager check (WLK_ESTATE) that precede them. Inline in begin(): a call
  * here cost the uncontended pair a tenth of its instructions.
  */
-static inline __attribute__((always_inline)) int validate(struct wlk_manager *m, const char *name, size_t *len,
-		    const struct wlk_options *o)
+static inline __attribute__((always_inline)) int
+validate(struct wlk_manager *m, const char *name, size_t *len,
+	 const struct wlk_options *o)
 {
 	if (*len == WLK_NUL_TERMINATED)
 		*len = strlen(name);

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fastword.c - a name's fast word and waiter word (layout.h, FAST PATH),
- * the one file that touches them, but for the uncontended acquire and
- * release, inline in state.h for their caller. The fast path takes, hands over and
- * releases a name with CASes and no mutex; the mutex side turns it off
- * (inflation), reads who holds and who waits, grants through the word
- * and turns it on again; a poisoning turns it off everywhere; lookers
- * (query, the inspector, the validator) read the words. The fast path goes
- * on while the mutex is held: the words may change under every function
- * of the mutex side.
+ * the one file that touches them (but for the uncontended acquire and
+ * release: fastword.c's too, inline in state.h for their caller). The fast
+ * path takes, hands over and releases a name with CASes and no mutex; the
+ * mutex side turns it off (inflation), reads who holds and who waits,
+ * grants through the word and turns it on again; a poisoning turns it off
+ * everywhere; lookers (query, the inspector, the validator) read the
+ * words. The fast path goes on while the mutex is held: the words may
+ * change under every function of the mutex side.
  *
  * The fast path's functions take a struct wlk__fast_claim (the name entry,
  * and a request slot of the caller's lane, shm/lane.c) and return an enum
