@@ -18,24 +18,8 @@
  * lock_size) followed by the name: the spare serves an engine whose
  * handles are as large (where its name starts says).
  */
-/*
- * AddressSanitizer cannot see a second wlk_release() of a handle kept as
- * the spare (it would release whichever later lock reuses it): its builds
- * free every handle, so that it reports the use after free.
- */
-#if defined(__SANITIZE_ADDRESS__)
-#define KEEP_SPARE false
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KEEP_SPARE false
-#endif
-#endif
-#ifndef KEEP_SPARE
-#define KEEP_SPARE true
-#endif
-
-static WLK_TLS struct wlk_lock *spare;
-static WLK_TLS bool spare_registered;
+WLK_TLS struct wlk_lock *wlk__spare;
+WLK_TLS bool wlk__spare_registered;
 static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 static bool spare_key_ok;
@@ -43,8 +27,8 @@ static bool spare_key_ok;
 static void spare_exit(void *unused)
 {
 	(void)unused;
-	free(spare);
-	spare = NULL;
+	free(wlk__spare);
+	wlk__spare = NULL;
 }
 
 static void spare_key_init(void)
@@ -52,66 +36,32 @@ static void spare_key_init(void)
 	spare_key_ok = pthread_key_create(&spare_key, spare_exit) == 0;
 }
 
-/* Free a handle from wlk__lock_new(), or keep it as the thread's spare;
- * like free(), nothing for NULL. */
-void wlk__lock_free(struct wlk_lock *l)
+/* wlk__lock_free()'s rest (api.h): free @l, or keep it as the thread's
+ * first spare once its exit can free it. */
+void wlk__lock_free_slow(struct wlk_lock *l)
 {
 	if (!l)
 		return;
-	if (!KEEP_SPARE || l->name_len > WLK_SHORT_NAME || spare || l->scope) {
+	if (!WLK__KEEP_SPARE || !wlk__spare_keeps(l) || wlk__spare_registered) {
 		free(l);
 		return;
 	}
-	if (!spare_registered) {
-		pthread_once(&spare_once, spare_key_init);
-		if (!spare_key_ok ||
-		    pthread_setspecific(spare_key, (void *)1) != 0) {
-			free(l);
-			return;
-		}
-		spare_registered = true;
+	pthread_once(&spare_once, spare_key_init);
+	if (!spare_key_ok || pthread_setspecific(spare_key, (void *)1) != 0) {
+		free(l);
+		return;
 	}
-	spare = l;
+	wlk__spare_registered = true;
+	wlk__spare = l;
 }
 
-/* The base of a new handle but its name (the engine's part is its own). */
-static inline void handle_init(struct wlk_lock *l, struct wlk_manager *m,
-			       enum wlk_mode mode,
-			       struct wlk__lock_name *scope, uint32_t n_scope)
+/* wlk__lock_new()'s rest (api.h): a handle of @head + @len bytes and a
+ * NUL, from malloc(); a short name's has room for any short name, so
+ * that it may be kept as the spare. */
+struct wlk_lock *wlk__lock_alloc(size_t head, size_t len)
 {
-	l->m = m;
-	l->mode = mode;
-	l->watched = false;
-	l->on_stolen = NULL;
-	l->scope = scope;
-	l->n_scope = n_scope;
-	l->counted = true; /* the caller's reference; see wlk__acquire_begin() */
-}
-
-struct wlk_lock *wlk__lock_new(struct wlk_manager *m, const char *name,
-			       size_t len, enum wlk_mode mode)
-{
-	size_t head = m->e->lock_size;
-	struct wlk_lock *l = NULL;
-
-	if (len <= WLK_SHORT_NAME) {
-		if (spare && (size_t)(spare->name - (char *)spare) == head) {
-			l = spare;
-			spare = NULL;
-		}
-		if (!l)
-			l = malloc(head + WLK_SHORT_NAME + 1);
-	} else {
-		l = malloc(head + len + 1);
-	}
-	if (!l)
-		return NULL;
-	handle_init(l, m, mode, NULL, 0);
-	l->name_len = len;
-	l->name = (char *)l + head;
-	memcpy(l->name, name, len);
-	l->name[len] = '\0';
-	return l;
+	return malloc(head + (len <= WLK_SHORT_NAME ? WLK_SHORT_NAME : len) +
+		      1);
 }
 
 /*
@@ -133,8 +83,9 @@ struct wlk_lock *wlk__lock_new_scope(struct wlk_manager *m,
 	l = malloc(head + table + bytes);
 	if (!l)
 		return NULL;
-	handle_init(l, m, mode, (struct wlk__lock_name *)((char *)l + head),
-		    (uint32_t)n);
+	wlk__handle_init(l, m, mode,
+			 (struct wlk__lock_name *)((char *)l + head),
+			 (uint32_t)n);
 	p = (char *)l->scope + table;
 	for (size_t i = 0; i < n; i++) {
 		memcpy(p, names[i].name, names[i].len);

@@ -54,26 +54,17 @@ static void discard(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 }
 
 /*
- * Release @l's lock: by the fast path if it took it that way and its name
- * is still not inflated, else under the mutex. A lock in a slot of one of
- * the manager's lanes gives the slot back to the lane (kept RESERVED, gen
- * + 1, by the mutex side); a fast-born lock whose manager was closed
- * meanwhile has its slot discarded here. The lane's put may drop the
- * manager's last reference (lane.c, PINS): nothing touches @m after it.
+ * release_handle()'s rest, out of line: @l's lock after its fast word's
+ * release did @f (WLK__FAST_SLOW: not released there, or not tried), unless
+ * that was the common end (released, no query copying, manager open).
  */
-static int release_handle(struct wlk__shm_lock *l)
+static __attribute__((noinline)) int release_rest(struct wlk__shm_lock *l,
+						  enum wlk__fast f)
 {
 	struct wlk__shm_manager *m = wlk__shm_lm(l);
 	struct wlk__lane *lane = &m->lanes[l->lane];
-	enum wlk__fast f = WLK__FAST_SLOW;
 	int rc;
 
-	if (l->fast) {
-		/* Marked before the fast word's CAS, which is the full
-		 * barrier wlk__lane_settle() needs after the mark. */
-		wlk__lane_letgo(lane);
-		f = wlk__lane_release(l);
-	}
 	if (caa_unlikely(f == WLK__FAST_FROZEN))
 		(void)freeze_wait(m->b, NULL, 0);
 	if (f == WLK__FAST_OK || f == WLK__FAST_FROZEN) {
@@ -92,6 +83,35 @@ static int release_handle(struct wlk__shm_lock *l)
 		wlk__lane_put_last(m, lane, l->slot, l->gen + 1, rc == 0);
 	}
 	return rc;
+}
+
+/*
+ * Release @l's lock: by the fast path if it took it that way and its name
+ * is still not inflated, else under the mutex. A lock in a slot of one of
+ * the manager's lanes gives the slot back to the lane (kept RESERVED, gen
+ * + 1, by the mutex side); a fast-born lock whose manager was closed
+ * meanwhile has its slot discarded (release_rest()). The lane's put may
+ * drop the manager's last reference (lane.c, PINS): nothing touches @m
+ * after it. Inline in its callers, and the common end here, without a
+ * call: the uncontended release keeps one small frame.
+ */
+static inline __attribute__((always_inline)) int
+release_handle(struct wlk__shm_lock *l)
+{
+	struct wlk__shm_manager *m = wlk__shm_lm(l);
+	struct wlk__lane *lane = &m->lanes[l->lane];
+	enum wlk__fast f;
+
+	if (!l->fast)
+		return release_rest(l, WLK__FAST_SLOW);
+	/* Marked before the fast word's CAS, which is the full barrier
+	 * wlk__lane_settle() needs after the mark. */
+	wlk__lane_letgo(lane);
+	f = wlk__lane_release(l);
+	if (caa_unlikely(f != WLK__FAST_OK || uatomic_read(&m->pub.closed)))
+		return release_rest(l, f);
+	wlk__lane_settle(m, lane, l->slot, l->gen, true);
+	return 0;
 }
 
 /* Queue the request and wait for its grant (wait.c). Return: 0 with
@@ -167,6 +187,25 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 }
 
 /*
+ * The end of fast() once @l holds: the checks a grant gets on the slow
+ * path, a manager closed meanwhile, a signal aborted meanwhile (spec 4.4
+ * step 14.1), unless @why (nonzero) failed it already; a failed grant is
+ * released. Return: 0, or the error.
+ */
+static inline int granted(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
+			  const struct wlk_options *o, int why)
+{
+	if (!why && uatomic_read(&m->pub.closed))
+		why = WLK_ESTATE;
+	if (!why && o->signal)
+		why = uatomic_read(&o->signal->reason);
+	if (caa_likely(!why))
+		return 0;
+	wlk__shm_release(&l->pub);
+	return why;
+}
+
+/*
  * The uncontended path (lane.c), with the checks a grant gets on the slow
  * path: a manager closed meanwhile, a signal aborted meanwhile (spec 4.4
  * step 14.1). A request with neither timeout nor signal may also wait
@@ -178,13 +217,15 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 static int fast(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		const struct wlk_options *o, enum wlk__step *step)
 {
-	/* A fast waiter is in no queue: a manager that detects deadlocks
-	 * waits where the check can see it (spec/deadlock.c). */
-	bool may_wait = !o->signal && !o->timeout_ns && !o->if_available &&
-			!m->detect && wlk__spin_ok();
+	/* Not with a bound on the wait: a fast waiter spins. */
+	bool may_wait = m->fast_wait && !o->signal && !o->timeout_ns &&
+			!o->if_available;
 	enum wlk__fast f = wlk__lane_acquire(m, l, may_wait);
 	int why;
 
+	*step = WLK__STEP_HELD;
+	if (caa_likely(f == WLK__FAST_OK)) /* no query copying: the checks */
+		return granted(m, l, o, 0);
 	*step = WLK__STEP_SETTLE;
 	if (f == WLK__FAST_WAITING) {
 		f = wlk__lane_await(l);
@@ -200,14 +241,7 @@ static int fast(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 	why = f == WLK__FAST_ADOPTED
 		      ? freeze_wait(m->b, &l->pub.token, l->slot)
 		      : 0;
-	if (!why && uatomic_read(&m->pub.closed))
-		why = WLK_ESTATE;
-	if (!why && o->signal)
-		why = uatomic_read(&o->signal->reason);
-	if (!why)
-		return 0;
-	release_handle(l);
-	return why;
+	return granted(m, l, o, why);
 }
 
 /*

@@ -47,6 +47,9 @@ static int shm_open(struct wlk_manager *pub, const char *origin,
 	}
 	pub->max_name_len = m->b->geo.max_name_len;
 	m->detect = o->detect_deadlocks;
+	/* A fast waiter is in no queue: a manager that detects deadlocks
+	 * waits where the check can see it (spec/deadlock.c). */
+	m->fast_wait = !m->detect && wlk__spin_ok();
 	return 0;
 }
 

@@ -3,7 +3,9 @@
  * lane.c - the request slots a manager keeps in reserve for the fast path
  * (its lanes), the one owner of their state, and the fast path as a
  * manager takes it: find the name, claim a lane's slot, and let the name's
- * fast word (state/fastword.c) do the rest.
+ * fast word (state/fastword.c) do the rest. The uncontended part of that
+ * path is inline in shm.h (wlk__lane_acquire(), the memo, the lane's take
+ * and put); its other ends are here.
  *
  * A lane is EMPTY (no slot), READY (its slot RESERVED for this client, in
  * lane->gen, free to take) or BUSY (taken by one thread: a fast lock, a
@@ -41,47 +43,22 @@
 /* Pauses wlk__lane_seal() makes for a put under way before it yields. */
 #define SEAL_SPINS 1024u
 
-/*
- * The name this thread found last, per thread: taking the same name again
- * skips the hash and the table walk. Entries are (slot, gen), so a stale
- * one only makes the fast word's CAS fail; the segment key tells segments
- * apart (a bucket's memory may be reused for another).
- */
-struct memo {
-	uint64_t seg_key[2];
-	uint64_t hash;
-	uint32_t len;
-	uint32_t ni;
-	uint32_t ngen;
-	char name[WLK_SHORT_NAME];
-};
-static WLK_TLS struct memo memo;
-
-static bool memo_find(struct wlk__bucket *b, const struct wlk__shm_lock *l,
-		      uint64_t *hash, uint32_t *ni, uint32_t *ngen)
-{
-	if (memo.len != l->pub.name_len || memo.seg_key[0] != b->seg_key[0] ||
-	    memo.seg_key[1] != b->seg_key[1] || !memo.len ||
-	    memcmp(memo.name, l->pub.name, l->pub.name_len) != 0)
-		return false;
-	*hash = memo.hash;
-	*ni = memo.ni;
-	*ngen = memo.ngen;
-	return true;
-}
+WLK_TLS struct wlk__memo wlk__memo;
 
 static void memo_keep(struct wlk__bucket *b, const struct wlk__shm_lock *l,
 		      uint64_t hash, uint32_t ni, uint32_t ngen)
 {
+	struct wlk__memo *memo = &wlk__memo;
+
 	if (l->pub.name_len > WLK_SHORT_NAME || !l->pub.name_len)
 		return;
-	memo.seg_key[0] = b->seg_key[0];
-	memo.seg_key[1] = b->seg_key[1];
-	memo.hash = hash;
-	memo.len = (uint32_t)l->pub.name_len;
-	memo.ni = ni;
-	memo.ngen = ngen;
-	memcpy(memo.name, l->pub.name, l->pub.name_len);
+	memo->seg_key[0] = b->seg_key[0];
+	memo->seg_key[1] = b->seg_key[1];
+	memo->hash = hash;
+	memo->len = (uint32_t)l->pub.name_len;
+	memo->ni = ni;
+	memo->ngen = ngen;
+	memcpy(memo->name, l->pub.name, l->pub.name_len);
 }
 
 /*
@@ -96,68 +73,48 @@ void wlk__lane_unclaim(struct wlk__shm_lock *l)
 	wlk__lane_put(m, &m->lanes[l->lane], l->slot, l->gen, true);
 }
 
-/* Find @l's name without the mutex: the memo, or a lookup. */
-static bool find(struct wlk__bucket *b, struct wlk__shm_lock *l, uint32_t *ni,
-		 uint32_t *ngen, bool *memo_hit)
+/*
+ * wlk__lane_lookup() - wlk__lane_acquire()'s lookup of @l's name when the
+ * memo does not have it (shm.h): hash it (kept for the mutex path, if it
+ * comes to that), find it without the mutex, and remember it. Return:
+ * whether the name has an entry (@l's fast_name and fast_ngen then).
+ */
+bool wlk__lane_lookup(struct wlk__bucket *b, struct wlk__shm_lock *l)
 {
-	uint64_t hash = 0;
+	uint64_t hash = wlk__name_hash(b, l->pub.name, l->pub.name_len);
 
-	*memo_hit = memo_find(b, l, &hash, ni, ngen);
-	if (!*memo_hit)
-		hash = wlk__name_hash(b, l->pub.name, l->pub.name_len);
-	l->hash = hash; /* for the mutex path, if it comes to that */
+	l->hash = hash;
 	l->hashed = true;
-	if (!*memo_hit) {
-		if (!wlk__name_peek(b, l->pub.name,
-				    (uint32_t)l->pub.name_len, hash,
-				    ni, ngen))
-			return false;
-		memo_keep(b, l, hash, *ni, *ngen);
-	}
-	return wlk__name_at(b, *ni) != NULL;
+	if (!wlk__name_peek(b, l->pub.name, (uint32_t)l->pub.name_len, hash,
+			    &l->fast_name, &l->fast_ngen))
+		return false;
+	memo_keep(b, l, hash, l->fast_name, l->fast_ngen);
+	return true;
 }
 
 /*
- * wlk__lane_acquire() - take @l's name in @l->mode by the fast path, or,
- * if @may_wait, wait for it as its fast waiter.
- * Return: WLK__FAST_OK or _FROZEN: held, @l filled (slot, gen, token,
- * fast fields); _WAITING: enlisted (wlk__lane_await() next); _SLOW: no
- * reserved slot, unknown name, inflated, contended, a race: take the mutex.
+ * wlk__lane_missed() - wlk__lane_acquire()'s end when the fast word did
+ * not take (@rc: WLK__FAST_SLOW or _LOST): @lane goes back, and the
+ * request to the mutex path. Return: WLK__FAST_SLOW.
  */
-enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
-				 struct wlk__shm_lock *l,
-				 bool may_wait)
+enum wlk__fast wlk__lane_missed(struct wlk__shm_manager *m,
+				struct wlk__shm_lock *l, struct wlk__lane *lane,
+				enum wlk__fast rc, bool memo_hit)
 {
 	struct wlk__bucket *b = m->b;
-	struct wlk__lane *lane;
-	enum wlk__fast rc;
-	bool memo_hit;
 
-	if (!find(b, l, &l->fast_name, &l->fast_ngen, &memo_hit))
-		return WLK__FAST_SLOW;
-	lane = wlk__lane_take(m);
-	if (!lane)
-		return WLK__FAST_SLOW;
-	l->slot = lane->slot;
-	l->gen = lane->gen;
-	rc = wlk__fast_acquire(b, &l->claim, may_wait, &l->pub.token);
-	if (caa_unlikely(rc == WLK__FAST_SLOW || rc == WLK__FAST_LOST)) {
-		/* The mutex path comes next, counted; counted first, as the
-		 * put may drop the lane's pin (PINS). */
-		if (!l->pub.counted)
-			wlk__lock_count(&l->pub);
-		wlk__lane_put(m, lane, l->slot, l->gen, rc == WLK__FAST_SLOW);
-		/* A remembered entry that went (evicted, reused) is no sign
-		 * of contention: forget it, and look the name up next time. */
-		if (memo_hit &&
-		    wlk__word_load(&wlk__name(b, l->fast_name)->word) !=
-			    WLK_WORD(l->fast_ngen, WLK_SLOT_USED))
-			memo.len = 0;
-		return WLK__FAST_SLOW;
-	}
-	l->lane = (uint8_t)(lane - m->lanes);
-	l->fast = rc != WLK__FAST_WAITING;
-	return rc;
+	/* The mutex path comes next, counted; counted first, as the put
+	 * may drop the lane's pin (PINS). */
+	if (!l->pub.counted)
+		wlk__lock_count(&l->pub);
+	wlk__lane_put(m, lane, l->slot, l->gen, rc == WLK__FAST_SLOW);
+	/* A remembered entry that went (evicted, reused) is no sign of
+	 * contention: forget it, and look the name up next time. */
+	if (memo_hit &&
+	    wlk__word_load(&wlk__name(b, l->fast_name)->word) !=
+		    WLK_WORD(l->fast_ngen, WLK_SLOT_USED))
+		wlk__memo.len = 0;
+	return WLK__FAST_SLOW;
 }
 
 /*

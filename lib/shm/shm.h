@@ -9,6 +9,8 @@
 #ifndef WLK_SHM_H
 #define WLK_SHM_H
 
+#include <string.h>
+
 #include "engine.h"
 #include "attach.h"
 #include "inspect_internal.h"
@@ -41,6 +43,9 @@ struct wlk__shm_manager {
 	uint32_t client;         /* client slot and its gen */
 	uint32_t client_gen;
 	bool detect;             /* detect_deadlocks: requests are checked */
+	/* Its requests may wait as a name's fast waiter (acquire.c, fast()):
+	 * it does not detect deadlocks, and spinning pays here. */
+	bool fast_wait;
 	struct wlk__actx *actx;  /* async state (async.c), under pub.amu */
 	struct wlk__lane lanes[WLK_LANES];
 };
@@ -63,6 +68,9 @@ struct wlk__shm_lock {
 			enum wlk_mode mode;
 		};
 	};
+	/* The fast word that names it as the holder, as the uncontended
+	 * acquire made it (wlk__fast_acquire()), or 0. */
+	uint64_t held_word;
 	/* The name's hash in its segment, once the fast path computed it. */
 	bool hashed;
 	uint64_t hash;
@@ -111,6 +119,7 @@ static inline struct wlk__shm_manager *wlk__shm_lm(struct wlk__shm_lock *l)
 static inline void wlk__shm_lock_init(struct wlk__shm_lock *l)
 {
 	l->mode = l->pub.mode;
+	l->held_word = 0;
 	l->fast = false;
 	l->laned = false;
 	l->lane = 0;
@@ -121,26 +130,40 @@ static inline void wlk__shm_lock_init(struct wlk__shm_lock *l)
 void wlk__lane_fill(struct wlk__shm_manager *m) WLK_INTERNAL;
 void wlk__lane_seal(struct wlk__shm_manager *m) WLK_INTERNAL;
 void wlk__lane_unclaim(struct wlk__shm_lock *l) WLK_INTERNAL;
-enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
-				 struct wlk__shm_lock *l,
-				 bool may_wait) WLK_INTERNAL;
 enum wlk__fast wlk__lane_await(struct wlk__shm_lock *l) WLK_INTERNAL;
+bool wlk__lane_lookup(struct wlk__bucket *b, struct wlk__shm_lock *l)
+	WLK_INTERNAL;
+enum wlk__fast wlk__lane_missed(struct wlk__shm_manager *m,
+				struct wlk__shm_lock *l, struct wlk__lane *lane,
+				enum wlk__fast rc, bool memo_hit) WLK_INTERNAL;
 
 /*
- * wlk__lane_grab() - make a lane of @m in @state BUSY, or NULL. Plain
- * reads first: a CAS on a lane that cannot match would cost for nothing.
- * Inline, with wlk__lane_take() and wlk__lane_put(), for the uncontended
- * path; lane.c's, like the rest of lane state.
+ * wlk__lane_grab_at() - make a lane of @m in @state BUSY, or NULL; *@at
+ * its index. Plain reads first: a CAS on a lane that cannot match would
+ * cost for nothing. Inline, with wlk__lane_take() and wlk__lane_put(), for
+ * the uncontended path; lane.c's, like the rest of lane state.
  */
-static inline struct wlk__lane *wlk__lane_grab(struct wlk__shm_manager *m,
-					       uint32_t state)
+static inline struct wlk__lane *
+wlk__lane_grab_at(struct wlk__shm_manager *m, uint32_t state,
+		  unsigned int *at)
 {
 	for (unsigned int i = 0; i < WLK_LANES; i++)
 		if (uatomic_read(&m->lanes[i].state) == state &&
 		    uatomic_cmpxchg(&m->lanes[i].state, state,
-				    WLK_LANE_BUSY) == state)
+				    WLK_LANE_BUSY) == state) {
+			*at = i;
 			return &m->lanes[i];
+		}
 	return NULL;
+}
+
+/* wlk__lane_grab() - wlk__lane_grab_at(), the index not wanted. */
+static inline struct wlk__lane *wlk__lane_grab(struct wlk__shm_manager *m,
+					       uint32_t state)
+{
+	unsigned int at;
+
+	return wlk__lane_grab_at(m, state, &at);
 }
 
 /* wlk__lane_take() - take a READY lane of @m (BUSY then), or NULL. */
@@ -218,6 +241,78 @@ static inline void wlk__lane_put(struct wlk__shm_manager *m,
 }
 
 /*
+ * The name this thread found last, per thread (lane.c's): taking the same
+ * name again skips the hash and the table walk. Entries are (slot, gen),
+ * so a stale one only makes the fast word's CAS fail; the segment key
+ * tells segments apart (a bucket's memory may be reused for another).
+ */
+struct wlk__memo {
+	uint64_t seg_key[2];
+	uint64_t hash;
+	uint32_t len;
+	uint32_t ni;
+	uint32_t ngen;
+	char name[WLK_SHORT_NAME];
+};
+extern WLK_TLS struct wlk__memo wlk__memo WLK_INTERNAL;
+
+/* Whether the memo has @l's name: then @l's hash, fast_name and fast_ngen
+ * are set from it. */
+static inline bool wlk__memo_find(struct wlk__bucket *b,
+				  struct wlk__shm_lock *l)
+{
+	const struct wlk__memo *memo = &wlk__memo;
+
+	if (memo->len != l->pub.name_len ||
+	    memo->seg_key[0] != b->seg_key[0] ||
+	    memo->seg_key[1] != b->seg_key[1] || !memo->len ||
+	    memcmp(memo->name, l->pub.name, l->pub.name_len) != 0)
+		return false;
+	l->hash = memo->hash;
+	l->hashed = true;
+	l->fast_name = memo->ni;
+	l->fast_ngen = memo->ngen;
+	return true;
+}
+
+/*
+ * wlk__lane_acquire() - take @l's name in @l->mode by the fast path, or,
+ * if @may_wait, wait for it as its fast waiter: find the name (the memo,
+ * or wlk__lane_lookup()), take a lane's slot, and let the fast word
+ * (state.h) do the rest. Inline: the uncontended acquire; lane.c's.
+ * Return: WLK__FAST_OK or _FROZEN: held, @l filled (slot, gen, token,
+ * fast fields); _WAITING: enlisted (wlk__lane_await() next); _SLOW: no
+ * reserved slot, unknown name, inflated, contended, a race: take the mutex.
+ */
+static inline enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
+					       struct wlk__shm_lock *l,
+					       bool may_wait)
+{
+	struct wlk__bucket *b = m->b;
+	struct wlk__lane *lane;
+	enum wlk__fast rc;
+	unsigned int at;
+	bool memo_hit = wlk__memo_find(b, l);
+
+	if (!memo_hit && !wlk__lane_lookup(b, l))
+		return WLK__FAST_SLOW;
+	if (!wlk__name_at(b, l->fast_name))
+		return WLK__FAST_SLOW;
+	lane = wlk__lane_grab_at(m, WLK_LANE_READY, &at);
+	if (!lane)
+		return WLK__FAST_SLOW;
+	l->slot = lane->slot;
+	l->gen = lane->gen;
+	rc = wlk__fast_acquire(b, &l->claim, may_wait, &l->pub.token,
+			       &l->held_word);
+	if (caa_unlikely(rc == WLK__FAST_SLOW || rc == WLK__FAST_LOST))
+		return wlk__lane_missed(m, l, lane, rc, memo_hit);
+	l->lane = (uint8_t)at;
+	l->fast = rc != WLK__FAST_WAITING;
+	return rc;
+}
+
+/*
  * wlk__lane_release() - release a lock held through the fast word; its
  * slot is RESERVED again, and its lane still BUSY: the caller puts it
  * back (wlk__lane_put()). Inline: the uncontended release.
@@ -226,7 +321,8 @@ static inline void wlk__lane_put(struct wlk__shm_manager *m,
  */
 static inline enum wlk__fast wlk__lane_release(struct wlk__shm_lock *l)
 {
-	enum wlk__fast rc = wlk__fast_let_go(wlk__shm_lm(l)->b, &l->claim);
+	enum wlk__fast rc = wlk__fast_let_go(wlk__shm_lm(l)->b, &l->claim,
+					     l->held_word);
 
 	if (rc != WLK__FAST_SLOW)
 		l->fast = false;

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fastword.c - a name's fast word and waiter word (layout.h, FAST PATH),
- * the one file that touches them. The fast path takes, hands over and
- * releases a name with CASes and no mutex; the mutex side turns it off
- * (inflation), reads who holds and who waits, grants through the word
- * and turns it on again; a poisoning turns it off everywhere; lookers
- * (query, the inspector, the validator) read the words. The fast path goes
- * on while the mutex is held: the words may change under every function
- * of the mutex side.
+ * the one file that touches them (but for the uncontended acquire and
+ * release: fastword.c's too, inline in state.h for their caller). The fast
+ * path takes, hands over and releases a name with CASes and no mutex; the
+ * mutex side turns it off (inflation), reads who holds and who waits,
+ * grants through the word and turns it on again; a poisoning turns it off
+ * everywhere; lookers (query, the inspector, the validator) read the
+ * words. The fast path goes on while the mutex is held: the words may
+ * change under every function of the mutex side.
  *
  * The fast path's functions take a struct wlk__fast_claim (the name entry,
  * and a request slot of the caller's lane, shm/lane.c) and return an enum
@@ -16,12 +17,6 @@
  * makes it wait for the copy first (layout.h, QUERY).
  */
 #include "state.h"
-
-/* The fast word of name entry @ni of generation @ngen, "on" and free. */
-static inline uint64_t on_free(uint32_t ngen)
-{
-	return WLK_FAST(ngen, 1, 0, 0);
-}
 
 /*
  * Whether a request in @mode may wait as the fast waiter of a name whose
@@ -32,67 +27,6 @@ static bool waitable(uint64_t f, uint64_t on, enum wlk_mode mode)
 {
 	return (f & ~WLK_FAST_WHO_MASK) == on && WLK_FAST_HOLDER1(f) &&
 	       !((f & WLK_FAST_SHARED) && mode == WLK_SHARED);
-}
-
-/*
- * Whether name entry @ni (gen @ngen, bounded by the caller) is worth
- * claiming a slot for: free on the fast path, or, if @may_wait, held so
- * that a request in @mode may wait there.
- */
-static bool worth(struct wlk__bucket *b, uint32_t ni, uint32_t ngen,
-		  enum wlk_mode mode, bool may_wait, uint64_t *seen)
-{
-	uint64_t f = *seen = wlk__fast_load(&wlk__name(b, ni)->fast);
-
-	return f == on_free(ngen) ||
-	       (may_wait && waitable(f, on_free(ngen), mode));
-}
-
-/*
- * Claim @c's request slot, RESERVED in gen c->gen: FAST in gen + 1 (a new
- * gen per claim tells one fast waiter claim from the next), name and mode
- * filled, c->gen moved on. Return: false if the mutex side reclaimed the
- * slot (wlk__stash_reclaim()).
- */
-static bool claim_slot(struct wlk__bucket *b, struct wlk__fast_claim *c)
-{
-	struct wlk_seg_request *r = wlk__req(b, c->slot);
-	uint32_t gen = c->gen;
-
-	if (uatomic_cmpxchg(&r->word, WLK_WORD(gen, WLK_SLOT_RESERVED),
-			    WLK_WORD(gen + 1, WLK_SLOT_FAST)) !=
-	    WLK_WORD(gen, WLK_SLOT_RESERVED))
-		return false;
-	r->mode = (uint8_t)c->mode;
-	r->flags = 0;
-	r->name = c->ni;
-	r->name_gen = c->ngen;
-	r->token = 0;
-	r->enq_ns = r->grant_ns = wlk__stamp_ns();
-	c->gen = gen + 1;
-	return true;
-}
-
-/* wlk__fast_unclaim_slot() - @c's slot is RESERVED again, in gen c->gen. */
-void wlk__fast_unclaim_slot(struct wlk__bucket *b,
-			    const struct wlk__fast_claim *c)
-{
-	wlk__word_store(&wlk__req(b, c->slot)->word,
-			WLK_WORD(c->gen, WLK_SLOT_RESERVED));
-}
-
-/*
- * A fast operation changed a fast word, or saw a change it acts on, and
- * then made a full barrier: if a query is copying the bucket, its copy may
- * have looked at that name before the change and looks at others after,
- * so the caller waits for the copy to end before it goes on (layout.h,
- * QUERY). Costs one load of a line only queries write when none runs.
- */
-static inline enum wlk__fast done(struct wlk__bucket *b)
-{
-	if (caa_unlikely(uatomic_read(&b->hdr->freeze)))
-		return WLK__FAST_FROZEN;
-	return WLK__FAST_OK;
 }
 
 /*
@@ -114,23 +48,25 @@ static bool enlist(struct wlk_seg_name *n, uint64_t f, uint64_t claim)
 }
 
 /*
- * Take @c's name by its fast word, or, if @may_wait, enlist as its fast
- * waiter; @c's slot is claimed. The CASes publish the slot's fields to
- * whoever inflates. @f: the fast word as last seen. Return: as
- * wlk__fast_acquire().
+ * wlk__fast_take() - the rest of wlk__fast_acquire() once @c's slot is
+ * claimed: take @c's name by its fast word, or, if @may_wait, enlist as
+ * its fast waiter. The CASes publish the slot's fields to whoever
+ * inflates. @seen: the fast word and the name's token as last seen (the
+ * token read apart from the word: the CAS checks both); @tries: the looks
+ * already made. Return: as wlk__fast_acquire().
  */
-static enum wlk__fast take(struct wlk__bucket *b,
-			   const struct wlk__fast_claim *c, uint64_t f,
-			   bool may_wait, uint64_t *token)
+enum wlk__fast wlk__fast_take(struct wlk__bucket *b,
+			      const struct wlk__fast_claim *c,
+			      struct wlk__pair seen, int tries, bool may_wait,
+			      uint64_t *token)
 {
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
-	uint64_t on = on_free(c->ngen), me = wlk__fast_who(c->slot, c->gen, c->mode);
-	/* The token is read apart from the word: the CAS checks both. */
-	struct wlk__pair seen = {f, uatomic_read(&n->token)};
+	uint64_t on = wlk__fast_on_free(c->ngen);
+	uint64_t me = wlk__fast_who(c->slot, c->gen, c->mode);
 
 	/* The word may change between our look and our CAS (the holder let
 	 * go just then, a holder came): look again, a few times. */
-	for (int tries = 0; tries < WLK_FAST_TRIES; tries++) {
+	for (; tries < WLK_FAST_TRIES; tries++) {
 		if (seen.lo == on) {
 			uint64_t t = seen.hi + 1;
 
@@ -140,7 +76,7 @@ static enum wlk__fast take(struct wlk__bucket *b,
 				      (struct wlk__pair){on | me, t})) {
 				uatomic_set(&wlk__req(b, c->slot)->token, t);
 				*token = t;
-				return done(b);
+				return wlk__fast_done(b);
 			}
 		} else if (may_wait && waitable(seen.lo, on, c->mode)) {
 			if (enlist(n, seen.lo, WLK_CLAIM(me, c->gen)))
@@ -163,25 +99,24 @@ static enum wlk__fast take(struct wlk__bucket *b,
 }
 
 /*
- * wlk__fast_acquire() - take @c's name by its fast word, with @c's request
- * slot, RESERVED for this client in gen c->gen; or, if @may_wait, enlist
- * as the name's fast waiter.
- * Return: WLK__FAST_OK or _FROZEN: held, *@token set, the slot FAST in
- * c->gen; _WAITING: enlisted (wlk__fast_await() next); _SLOW: neither, the
- * slot RESERVED in c->gen (unclaimed, or claimed and given back);
- * _LOST: the mutex side reclaimed the slot.
+ * wlk__fast_acquire_held() - wlk__fast_acquire() of a name whose fast word
+ * @f is not "on, free": worth a claim only if, with @may_wait, a request
+ * in c->mode may wait there. Return: as wlk__fast_acquire().
  */
-enum wlk__fast wlk__fast_acquire(struct wlk__bucket *b,
-				 struct wlk__fast_claim *c, bool may_wait,
-				 uint64_t *token)
+enum wlk__fast wlk__fast_acquire_held(struct wlk__bucket *b,
+				      struct wlk__fast_claim *c,
+				      bool may_wait, uint64_t f,
+				      uint64_t *token)
 {
-	uint64_t f;
+	struct wlk_seg_name *n = wlk__name(b, c->ni);
 
-	if (!worth(b, c->ni, c->ngen, c->mode, may_wait, &f))
+	if (!may_wait || !waitable(f, wlk__fast_on_free(c->ngen), c->mode))
 		return WLK__FAST_SLOW;
-	if (!claim_slot(b, c))
+	if (!wlk__fast_claim_slot(b, c))
 		return WLK__FAST_LOST;
-	return take(b, c, f, may_wait, token);
+	return wlk__fast_take(b, c,
+			      (struct wlk__pair){f, uatomic_read(&n->token)},
+			      0, may_wait, token);
 }
 
 /* What a fast waiter watches while it spins (wlk__fast_await()). */
@@ -220,7 +155,7 @@ enum wlk__fast wlk__fast_await(struct wlk__bucket *b,
 			       uint64_t *token)
 {
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
-	struct handoff h = {n, on_free(c->ngen), 0, false};
+	struct handoff h = {n, wlk__fast_on_free(c->ngen), 0, false};
 	struct wlk_seg_request *r = wlk__req(b, c->slot);
 	uint64_t t, f, given;
 
@@ -247,53 +182,42 @@ enum wlk__fast wlk__fast_await(struct wlk__bucket *b,
 	*token = given ? given : t;
 	/* The handoff was the holder's CAS: order our look at it before the
 	 * freeze word (the CAS above is a full barrier). */
-	return done(b);
+	return wlk__fast_done(b);
 }
 
 /*
- * wlk__fast_let_go() - release @c's lock, held through the fast word: back
- * to "on, free", or, with a fast waiter, handed over to it; the slot is
- * RESERVED again, in gen c->gen. Return: WLK__FAST_OK or _FROZEN:
- * released; _SLOW: the name was inflated meanwhile (the lock is an
- * ordinary held or stolen request now): release it under the mutex.
+ * wlk__fast_let_go_rest() - the rest of wlk__fast_let_go() (state.h), whose
+ * CAS found the fast word @f, not @c's "held": with a fast waiter, hand
+ * the name over to it. Return: as wlk__fast_let_go().
  */
-enum wlk__fast wlk__fast_let_go(struct wlk__bucket *b,
-				const struct wlk__fast_claim *c)
+enum wlk__fast wlk__fast_let_go_rest(struct wlk__bucket *b,
+				     const struct wlk__fast_claim *c,
+				     uint64_t f)
 {
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
-	uint64_t on = on_free(c->ngen);
+	uint64_t on = wlk__fast_on_free(c->ngen);
 	uint64_t held = on | wlk__fast_who(c->slot, c->gen, c->mode);
-	uint64_t f;
+	uint64_t w, next;
+	struct wlk__pair p;
 
-	/* The whole gen first: the fast word has only its low bits, and a
-	 * stale handle (its manager closed) must not match a reused slot. */
-	if (wlk__word_load(&wlk__req(b, c->slot)->word) !=
-	    WLK_WORD(c->gen, WLK_SLOT_FAST))
+	if (f != (held | WLK_FAST_WAIT))
 		return WLK__FAST_SLOW;
-	f = uatomic_cmpxchg(&n->fast, held, on);
-	if (f == (held | WLK_FAST_WAIT)) {
-		/* WAIT is set after the claim, and the claim stays until
-		 * the handoff (or an inflation, which clears ON first). */
-		uint64_t w = uatomic_read(&n->waiter);
-		uint64_t next = on | (w & WLK_FAST_WHO_MASK);
-
-		/* The waiter holds with the name's next token (layout.h,
-		 * TOKENS ON THE FAST PATH); ours leaves it as it is. */
-		struct wlk__pair p = {f, uatomic_read(&n->token)};
-
-		if (!WLK_FAST_HOLDER1(w) || (w & ~WLK_CLAIM_MASK) ||
-		    !wlk__cas2(&n->fast, &p,
-			       (struct wlk__pair){next, p.hi + 1}))
-			return WLK__FAST_SLOW;
-		WLK_FAILPOINT(fast_handoff_mid);
-		/* The waiter holds now; clear its claim for the next one
-		 * (a CAS: the mutex side may have cleared it already). */
-		uatomic_cmpxchg(&n->waiter, w, 0);
-	} else if (f != held) {
+	/* WAIT is set after the claim, and the claim stays until the
+	 * handoff (or an inflation, which clears ON first). */
+	w = uatomic_read(&n->waiter);
+	next = on | (w & WLK_FAST_WHO_MASK);
+	/* The waiter holds with the name's next token (layout.h, TOKENS ON
+	 * THE FAST PATH); ours leaves it as it is. */
+	p = (struct wlk__pair){f, uatomic_read(&n->token)};
+	if (!WLK_FAST_HOLDER1(w) || (w & ~WLK_CLAIM_MASK) ||
+	    !wlk__cas2(&n->fast, &p, (struct wlk__pair){next, p.hi + 1}))
 		return WLK__FAST_SLOW;
-	}
+	WLK_FAILPOINT(fast_handoff_mid);
+	/* The waiter holds now; clear its claim for the next one (a CAS:
+	 * the mutex side may have cleared it already). */
+	uatomic_cmpxchg(&n->waiter, w, 0);
 	wlk__fast_unclaim_slot(b, c);
-	return done(b);
+	return wlk__fast_done(b);
 }
 
 /* The mutex side. */

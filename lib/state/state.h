@@ -172,16 +172,20 @@ struct wlk__fast_claim {
 	enum wlk_mode mode;
 };
 
-enum wlk__fast wlk__fast_acquire(struct wlk__bucket *b,
-				 struct wlk__fast_claim *c, bool may_wait,
-				 uint64_t *token) WLK_INTERNAL;
-void wlk__fast_unclaim_slot(struct wlk__bucket *b,
-			    const struct wlk__fast_claim *c) WLK_INTERNAL;
+enum wlk__fast wlk__fast_acquire_held(struct wlk__bucket *b,
+				      struct wlk__fast_claim *c,
+				      bool may_wait, uint64_t f,
+				      uint64_t *token) WLK_INTERNAL;
+enum wlk__fast wlk__fast_take(struct wlk__bucket *b,
+			      const struct wlk__fast_claim *c,
+			      struct wlk__pair seen, int tries, bool may_wait,
+			      uint64_t *token) WLK_INTERNAL;
 enum wlk__fast wlk__fast_await(struct wlk__bucket *b,
 			       const struct wlk__fast_claim *c,
 			       uint64_t *token) WLK_INTERNAL;
-enum wlk__fast wlk__fast_let_go(struct wlk__bucket *b,
-				const struct wlk__fast_claim *c) WLK_INTERNAL;
+enum wlk__fast wlk__fast_let_go_rest(struct wlk__bucket *b,
+				     const struct wlk__fast_claim *c,
+				     uint64_t f) WLK_INTERNAL;
 /* The mutex side. */
 uint32_t wlk__fast_off(struct wlk__bucket *b, uint32_t ni, uint32_t *waiter)
 	WLK_INTERNAL;
@@ -201,5 +205,142 @@ void wlk__fast_off_all(struct wlk__bucket *b) WLK_INTERNAL;
 bool wlk__fast_held(const struct wlk_seg_name *n) WLK_INTERNAL;
 bool wlk__fast_words(const struct wlk_seg_name *n, uint64_t *f,
 		     uint64_t *c) WLK_INTERNAL;
+
+/*
+ * The uncontended acquire and release, inline in their one caller (the
+ * lanes, shm/lane.c and shm.h): fastword.c's, like the rest of the fast
+ * word. Whatever is not uncontended (a held name, a CAS that lost, a
+ * fast waiter) goes on in fastword.c, out of line.
+ */
+
+/* The fast word of name entry gen @ngen, "on" and free. */
+static inline uint64_t wlk__fast_on_free(uint32_t ngen)
+{
+	return WLK_FAST(ngen, 1, 0, 0);
+}
+
+/*
+ * A fast operation changed a fast word, or saw a change it acts on, and
+ * then made a full barrier: if a query is copying the bucket, its copy may
+ * have looked at that name before the change and looks at others after,
+ * so the caller waits for the copy to end before it goes on (layout.h,
+ * QUERY). Costs one load of a line only queries write when none runs.
+ */
+static inline enum wlk__fast wlk__fast_done(struct wlk__bucket *b)
+{
+	if (caa_unlikely(uatomic_read(&b->hdr->freeze)))
+		return WLK__FAST_FROZEN;
+	return WLK__FAST_OK;
+}
+
+/*
+ * Claim @c's request slot, RESERVED in gen c->gen: FAST in gen + 1 (a new
+ * gen per claim tells one fast waiter claim from the next), name and mode
+ * filled, c->gen moved on. Return: the slot, or NULL if the mutex side
+ * reclaimed it (wlk__stash_reclaim()).
+ */
+static inline struct wlk_seg_request *
+wlk__fast_claim_slot(struct wlk__bucket *b, struct wlk__fast_claim *c)
+{
+	struct wlk_seg_request *r = wlk__req(b, c->slot);
+	uint32_t gen = c->gen;
+
+	if (uatomic_cmpxchg(&r->word, WLK_WORD(gen, WLK_SLOT_RESERVED),
+			    WLK_WORD(gen + 1, WLK_SLOT_FAST)) !=
+	    WLK_WORD(gen, WLK_SLOT_RESERVED))
+		return NULL;
+	r->mode = (uint8_t)c->mode;
+	r->flags = 0;
+	r->name = c->ni;
+	r->name_gen = c->ngen;
+	r->token = 0;
+	r->enq_ns = r->grant_ns = wlk__stamp_ns();
+	c->gen = gen + 1;
+	return r;
+}
+
+/* wlk__fast_unclaim_slot() - @c's slot is RESERVED again, in gen c->gen. */
+static inline void wlk__fast_unclaim_slot(struct wlk__bucket *b,
+					  const struct wlk__fast_claim *c)
+{
+	wlk__word_store(&wlk__req(b, c->slot)->word,
+			WLK_WORD(c->gen, WLK_SLOT_RESERVED));
+}
+
+/*
+ * wlk__fast_acquire() - take @c's name by its fast word, with @c's request
+ * slot, RESERVED for this client in gen c->gen; or, if @may_wait, enlist
+ * as the name's fast waiter. A free name is taken here: the slot claimed,
+ * then the word and the name's next token in one CAS (layout.h, TOKENS ON
+ * THE FAST PATH), which publishes the slot's fields to whoever inflates.
+ * Return: WLK__FAST_OK or _FROZEN: held, *@token set, the slot FAST in
+ * c->gen, and *@held the fast word that names it as the holder (0 if not
+ * known here: wlk__fast_let_go() then works it out); _WAITING: enlisted
+ * (wlk__fast_await() next); _SLOW: neither, the slot RESERVED in c->gen
+ * (unclaimed, or claimed and given back); _LOST: the mutex side reclaimed
+ * the slot.
+ */
+static inline enum wlk__fast wlk__fast_acquire(struct wlk__bucket *b,
+					       struct wlk__fast_claim *c,
+					       bool may_wait, uint64_t *token,
+					       uint64_t *held)
+{
+	struct wlk_seg_name *n = wlk__name(b, c->ni);
+	uint64_t on = wlk__fast_on_free(c->ngen);
+	struct wlk_seg_request *r;
+	struct wlk__pair seen;
+	uint64_t t, mine;
+
+	*held = 0;
+	seen.lo = wlk__fast_load(&n->fast);
+	if (caa_unlikely(seen.lo != on))
+		return wlk__fast_acquire_held(b, c, may_wait, seen.lo, token);
+	r = wlk__fast_claim_slot(b, c);
+	if (!r)
+		return WLK__FAST_LOST;
+	/* The token is read apart from the word: the CAS checks both. */
+	seen.hi = uatomic_read(&n->token);
+	t = seen.hi + 1;
+	mine = on | wlk__fast_who(c->slot, c->gen, c->mode);
+	if (caa_unlikely(!wlk__cas2(&n->fast, &seen,
+				    (struct wlk__pair){mine, t})))
+		return wlk__fast_take(b, c, seen, 1, may_wait, token);
+	uatomic_set(&r->token, t);
+	*token = t;
+	*held = mine;
+	return wlk__fast_done(b);
+}
+
+/*
+ * wlk__fast_let_go() - release @c's lock, held through the fast word: back
+ * to "on, free", or, with a fast waiter, handed over to it; the slot is
+ * RESERVED again, in gen c->gen. @held: the fast word that names @c as
+ * the holder, if wlk__fast_acquire() gave it, else 0 (worked out here).
+ * Return: WLK__FAST_OK or _FROZEN: released; _SLOW: the name was inflated
+ * meanwhile (the lock is an ordinary held or stolen request now): release
+ * it under the mutex.
+ */
+static inline enum wlk__fast wlk__fast_let_go(struct wlk__bucket *b,
+					      const struct wlk__fast_claim *c,
+					      uint64_t held)
+{
+	struct wlk_seg_name *n = wlk__name(b, c->ni);
+	uint64_t on = wlk__fast_on_free(c->ngen);
+	struct wlk_seg_request *r = wlk__req(b, c->slot);
+	uint64_t f;
+
+	/* The whole gen first: the fast word has only its low bits, and a
+	 * stale handle (its manager closed) must not match a reused slot. */
+	if (wlk__word_load(&r->word) != WLK_WORD(c->gen, WLK_SLOT_FAST))
+		return WLK__FAST_SLOW;
+	if (!held)
+		held = on | wlk__fast_who(c->slot, c->gen, c->mode);
+	f = uatomic_cmpxchg(&n->fast, held, on);
+	if (caa_unlikely(f != held))
+		return wlk__fast_let_go_rest(b, c, f);
+	/* RESERVED again (wlk__fast_unclaim_slot()). */
+	wlk__word_store(&r->word, WLK_WORD(c->gen, WLK_SLOT_RESERVED));
+	return wlk__fast_done(b);
+}
 
 #endif /* WLK_STATE_H */

@@ -42,19 +42,6 @@ uint64_t wlk__now_ns(void)
 	return (uint64_t)ts.tv_sec * WLK_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-/*
- * Timestamps kept for diagnostics only (how long a lock has been held or a
- * request has waited): the coarse clock, a few ns instead of tens in a VM,
- * with the resolution of a scheduler tick. Same time base as CLOCK_MONOTONIC.
- */
-uint64_t wlk__stamp_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * WLK_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
 uint64_t wlk__realtime_ns(void)
 {
 	struct timespec ts;

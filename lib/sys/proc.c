@@ -17,17 +17,12 @@
 
 #include "sys.h"
 
-static unsigned long fork_gen; /* [A] */
-
-unsigned long wlk__fork_gen(void)
-{
-	return uatomic_read(&fork_gen);
-}
+unsigned long wlk__fork_generation; /* [A] */
 
 /* Called in the child of fork(), before any other library code runs there. */
 void wlk__fork_gen_bump(void)
 {
-	uatomic_inc(&fork_gen);
+	uatomic_inc(&wlk__fork_generation);
 }
 
 struct start {

@@ -31,16 +31,15 @@
 
 #include "sys.h"
 
-/* Spinning helps only if whoever we wait for can run meanwhile. */
-bool wlk__spin_ok(void)
-{
-	static int ncpu; /* [A] 0 until known */
-	int n = uatomic_read(&ncpu);
+int wlk__ncpu; /* [A] 0 until known (wlk__spin_ok(), sys.h) */
 
-	if (!n) {
-		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-		uatomic_set(&ncpu, n > 0 ? n : 1);
-	}
+/* Spinning helps only if whoever we wait for can run meanwhile: count the
+ * CPUs online, once (wlk__spin_ok() reads the count after). */
+bool wlk__spin_ok_count(void)
+{
+	int n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+	uatomic_set(&wlk__ncpu, n > 0 ? n : 1);
 	return n > 1;
 }
 

@@ -11,6 +11,7 @@
 #define WLK_SYS_H
 
 #include <string.h>
+#include <time.h>
 
 #include "seg.h"
 #include "failpoint.h"
@@ -57,8 +58,16 @@ static inline int wlk__check_ident(const char *s, size_t max)
 }
 
 /* Spinning before sleeping (WLK_SPIN_NS, tunables.h) pays off only with
- * more than one CPU online. */
-bool wlk__spin_ok(void) WLK_INTERNAL;
+ * more than one CPU online. Inline: every uncontended acquire asks; once
+ * the count is known that is one load (spin.c counts the CPUs). */
+extern int wlk__ncpu WLK_INTERNAL; /* [A] 0 until known */
+bool wlk__spin_ok_count(void) WLK_INTERNAL;
+static inline bool wlk__spin_ok(void)
+{
+	int n = uatomic_read(&wlk__ncpu);
+
+	return caa_likely(n) ? n > 1 : wlk__spin_ok_count();
+}
 
 /* hash.c */
 uint64_t wlk__siphash(const uint64_t key[2], const void *data,
@@ -100,7 +109,20 @@ static inline uint64_t wlk__deadline_ns(uint64_t timeout_ns)
 	now = wlk__now_ns();
 	return timeout_ns > UINT64_MAX - now ? 0 : now + timeout_ns;
 }
-uint64_t wlk__stamp_ns(void) WLK_INTERNAL;
+
+/*
+ * Timestamps kept for diagnostics only (how long a lock has been held or a
+ * request has waited): the coarse clock, a few ns instead of tens in a VM,
+ * with the resolution of a scheduler tick. Same time base as
+ * CLOCK_MONOTONIC. Inline: every uncontended acquire takes one.
+ */
+static inline uint64_t wlk__stamp_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * WLK_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
 uint64_t wlk__realtime_ns(void) WLK_INTERNAL;
 
 /* spin.c: the one spin-then-sleep policy, for every waiter that spins
@@ -124,8 +146,13 @@ enum wlk__arm wlk__lifeline_arm(uint32_t *word, uint32_t *armed) WLK_INTERNAL;
 /* token.c */
 uint64_t wlk__token_mark_fd(int fd) WLK_INTERNAL;
 
-/* proc.c: the fork generation, bumped in the child (registry.c) */
-unsigned long wlk__fork_gen(void) WLK_INTERNAL;
+/* proc.c: the fork generation, bumped in the child (registry.c). Inline:
+ * each acquire and release compares it with its manager's. */
+extern unsigned long wlk__fork_generation WLK_INTERNAL; /* [A] */
+static inline unsigned long wlk__fork_gen(void)
+{
+	return uatomic_read(&wlk__fork_generation);
+}
 void wlk__fork_gen_bump(void) WLK_INTERNAL;
 int wlk__thread_spawn(void *(*fn)(void *), void *arg, size_t stack)
 	WLK_INTERNAL;
