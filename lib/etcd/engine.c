@@ -181,9 +181,7 @@ static void etcd_close(struct wlk_manager *pub)
 		if (r->l && (!r->settled || !r->status)) {
 			struct wlk__etcd_lock *el = wlk__etcd_l(r->l);
 
-			free(el->key);
-			el->key = NULL;
-			el->key_len = 0;
+			wlk__etcd_forget_keys(el);
 		}
 	}
 	pthread_mutex_unlock(&pub->amu);

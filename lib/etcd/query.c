@@ -61,6 +61,9 @@ static int build(const struct wlk__etcd_kvs *k, struct snap *s)
 		t += cl;
 		li->mode = e->mode;
 		li->pid = e->pid;
+		/* A scope's members share their creation (scope.c), and no
+		 * other request was created at it. */
+		li->scope = e->scope_n ? (uint64_t)e->create_rev : 0;
 	}
 	return 0;
 }
