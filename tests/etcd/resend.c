@@ -13,6 +13,9 @@
  *
  *  - A lock released so: 0, not WLK_ESTOLEN, and the name is free.
  *  - A lock stolen by another process, then released so: WLK_ESTOLEN.
+ *  - A lock whose lease the cluster revoked (as it ends an expired one),
+ *    unseen by the manager, then released: its delete finds nothing, and
+ *    only the lease's death tells it from a resend: WLK_ESTOLEN.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -34,6 +37,7 @@ struct proxy {
 	atomic_int drop_armed;   /* drop the next delete's reply */
 	atomic_int dropped;      /* replies dropped */
 	atomic_int mute_watch;   /* discard what watch streams carry */
+	atomic_llong lease;      /* the last lease a put named, or 0 */
 	pthread_t t;
 	char backend[512];       /* the proxy, then the real members */
 };
@@ -46,6 +50,21 @@ struct pipe2 {
 static bool has(const char *b, size_t n, const char *s)
 {
 	return memmem(b, n, s, strlen(s)) != NULL;
+}
+
+/* The lease of a put in a request's bytes ("lease":"<decimal>"). */
+static void note_lease(struct proxy *p, const char *b, size_t n)
+{
+	static const char tag[] = "\"lease\":\"";
+	const char *at = memmem(b, n, tag, strlen(tag));
+	long long v = 0;
+
+	if (!at)
+		return;
+	for (at += strlen(tag); at < b + n && *at >= '0' && *at <= '9'; at++)
+		v = v * 10 + (*at - '0');
+	if (at < b + n && *at == '"' && v > 0)
+		atomic_store(&p->lease, v);
 }
 
 /* Pump one connection until either side closes. */
@@ -68,6 +87,7 @@ static void *pump(void *arg)
 			if (n <= 0)
 				break;
 			watch |= has(buf, (size_t)n, "/v3/watch");
+			note_lease(p, buf, (size_t)n);
 			if (has(buf, (size_t)n, "/v3/kv/deleterange")) {
 				int one = 1;
 
@@ -229,6 +249,59 @@ Test(resend, a_release_resent_after_a_steal_is_a_steal, T_FIX,
 	atomic_store(&p.drop_armed, 1);
 	T_ASSERT_RC(wlk_release(l), WLK_ESTOLEN);
 	cr_assert_eq(atomic_load(&p.dropped), 1, "no reply was dropped");
+	wlk_manager_close(m);
+	proxy_stop(&p);
+}
+
+/* Revoke lease @id on the cluster's first member (not the proxy), as the
+ * cluster ends a lease that expired. */
+static void lease_revoke(long long id)
+{
+	const char *b = getenv("WEBLOCKS_BACKEND");
+	char member[256], cmd[512];
+	size_t n;
+
+	cr_assert(b && !strncmp(b, "etcd://", 7));
+	b += strlen("etcd://");
+	n = strcspn(b, ",");
+	cr_assert_lt(n, sizeof(member));
+	memcpy(member, b, n);
+	member[n] = '\0';
+	snprintf(cmd, sizeof(cmd),
+		 "curl -sf -m 5 -o /dev/null http://%s/v3/lease/revoke "
+		 "-d '{\"ID\":\"%lld\"}'",
+		 member, id);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+Test(resend, a_release_after_the_lease_ended_unseen_is_a_steal, T_FIX,
+     .timeout = 60)
+{
+	static struct proxy p;
+	const char *ttl = getenv("WEBLOCKS_ETCD_TTL");
+	char old[32] = "";
+	struct wlk_manager *m, *other = t_open();
+	struct wlk_lock *l = NULL;
+
+	/* A long lease: its keepalive, which would find it revoked and
+	 * tell the lock before its release, is not due during the test. */
+	if (ttl)
+		snprintf(old, sizeof(old), "%s", ttl);
+	setenv("WEBLOCKS_ETCD_TTL", "60", 1);
+	proxy_start(&p);
+	m = open_via(&p);
+	if (*old)
+		setenv("WEBLOCKS_ETCD_TTL", old, 1);
+	else
+		unsetenv("WEBLOCKS_ETCD_TTL");
+	T_ASSERT_RC(wlk_acquire(m, "r", 1, NULL, &l), 0);
+	cr_assert_gt(atomic_load(&p.lease), 0, "no put seen");
+	/* Unseen by the watch: only the release's own reading can tell. */
+	atomic_store(&p.mute_watch, 1);
+	lease_revoke(atomic_load(&p.lease));
+	cr_assert(t_wait_held(other, "r", 1, 0), "the lease kept the lock");
+	cr_assert_not(wlk_lock_stolen(l), "the manager was told");
+	T_ASSERT_RC(wlk_release(l), WLK_ESTOLEN);
 	wlk_manager_close(m);
 	proxy_stop(&p);
 }
