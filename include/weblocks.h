@@ -287,13 +287,23 @@
  *    a deletion on a name the manager has a request or lock on may have
  *    granted or stolen something (each dispatch then reads the bucket
  *    once), so an edge can come without news.
+ *  - Scopes (SCOPES above) keep their rules: a scope is a key under each
+ *    of its names, all put in one transaction (one revision, the same
+ *    token on each name) and all deleted in one, by its release, a
+ *    steal or the lease's end, so nobody ever sees part of one held. Its
+ *    waiter reads all of its names at once (one transaction of ranges).
+ *    A steal, of one name or of a scope's, reads the whole bucket (the
+ *    other names of the scopes holding its names are anywhere in it): it
+ *    costs in proportion to the bucket's requests.
  *  - Not on etcd (yet): detect_deadlocks (wlk_manager_open() returns
- *    %WLK_ENOTSUPPORTED), scopes (wlk_acquire_scope() and its kin return
- *    %WLK_ENOTSUPPORTED for two or more distinct names), weblocks/inspect.h
- *    (segments only). There are no
- *    tables: permissions and the capacities are checked but mean nothing,
- *    and %WLK_EFULL is only a steal with more holders than etcd's
- *    --max-txn-ops (128) allows in one transaction, less two. max_name_len
+ *    %WLK_ENOTSUPPORTED), weblocks/inspect.h (segments only). There are
+ *    no tables: permissions and the capacities are checked but mean
+ *    nothing, and %WLK_EFULL is only a steal whose transaction needs more
+ *    compares or operations than etcd's --max-txn-ops (128) allows: one
+ *    of each per key it deletes (every key of each request holding one of
+ *    its names, a scope's on all of its names), one compare per name and
+ *    per request that keeps a scope waiting on one of its names from
+ *    being granted meanwhile, one put per name, and one read. max_name_len
  *    is set by the bucket's first opener, as with a segment.
  *    wlk_manager_validate() checks that every key under the bucket's prefix
  *    is one this library wrote. wlk_bucket_remove() forgets the bucket's
@@ -902,7 +912,9 @@ struct wlk_name {
  *
  * Context: as for wlk_request(). A scope never takes the uncontended fast
  * path: it takes the segment mutex once to be queued (and granted, if it
- * can be) and once to be released.
+ * can be) and once to be released. On etcd (ETCD ENGINE above), one
+ * transaction to be queued and one to be released, whatever the number
+ * of names.
  *
  * Return: 0 on success (with *@out NULL on an if_available miss), or
  * * %WLK_EINVAL - @m, @names, a name or @out is NULL, @n is 0, there are
@@ -912,7 +924,8 @@ struct wlk_name {
  *   in turn where wlk_request() checks its name (%WLK_ENOTSUPPORTED for a
  *   name that starts with '-', %WLK_ENAMETOOLONG for one too long), and
  *   %WLK_EFULL if the tables have no room for every name and one request
- *   slot per name.
+ *   slot per name (on etcd, only a steal too large for one transaction:
+ *   ETCD ENGINE above).
  */
 WLK_EXPORT WLK_WARN_UNUSED int
 wlk_acquire_scope(struct wlk_manager *m, const struct wlk_name *names,

@@ -6,8 +6,9 @@
 # tests/multiproc/multiproc with WEBLOCKS_BACKEND naming it (the tests
 # skip, with the reason, what only the shared-memory engine has), then
 # the etcd fault tests (tests/etcd/faults: a leader killed while requests
-# wait, a lease that expires, a member restarted, a release resent after
-# its reply was lost) and a short torture run
+# wait, a lease that expires, with single names and with scopes held and
+# queued, a member restarted, a release resent after its reply was lost,
+# a release after its lease ended unseen) and a short torture run
 # (tests/torture), and stop the members by their pids. Ends with "N
 # passed, N failed", which tests/run.sh adds to its totals; in a
 # sanitized build, each program's log with a sanitizer report counts as
