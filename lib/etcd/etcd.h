@@ -213,7 +213,6 @@ int wlk__etcd_kvs_parse(struct json_object *range, const char *prefix,
 			size_t prefix_len, int64_t revision,
 			struct wlk__etcd_kvs *out) WLK_INTERNAL;
 void wlk__etcd_kvs_free(struct wlk__etcd_kvs *k) WLK_INTERNAL;
-void wlk__etcd_classify(struct wlk__etcd_kvs *k) WLK_INTERNAL;
 struct wlk__etcd_entry *wlk__etcd_kvs_find(struct wlk__etcd_kvs *k,
 					   const char *key,
 					   size_t len) WLK_INTERNAL;
@@ -227,6 +226,11 @@ struct json_object *wlk__etcd_cmp(const char *key, size_t len,
 int wlk__etcd_txn_reply(struct json_object *rep, const char *prefix,
 			size_t prefix_len, bool *succeeded,
 			struct wlk__etcd_kvs *kvs) WLK_INTERNAL;
+
+/* classify.c */
+void wlk__etcd_classify(struct wlk__etcd_kvs *k) WLK_INTERNAL;
+bool wlk__etcd_same_scope(const struct wlk__etcd_entry *a,
+			  const struct wlk__etcd_entry *b) WLK_INTERNAL;
 
 /* bucket.c */
 int wlk__etcd_bucket_join(struct wlk__etcd_manager *m, uint32_t max_name_len,
@@ -311,12 +315,6 @@ int wlk__etcd_add_ranges(struct json_object *ops,
 			 const struct wlk__etcd_lock *l) WLK_INTERNAL;
 int wlk__etcd_read(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 		   struct wlk__etcd_kvs *out) WLK_INTERNAL;
-void wlk__etcd_scope_classify(struct wlk__etcd_kvs *k) WLK_INTERNAL;
-bool wlk__etcd_same_scope(const struct wlk__etcd_entry *a,
-			  const struct wlk__etcd_entry *b) WLK_INTERNAL;
-int wlk__etcd_scope_delete(struct wlk__etcd_manager *m,
-			   struct wlk__etcd_lock *l,
-			   int64_t *deleted) WLK_INTERNAL;
 
 /* atonce.c */
 int wlk__etcd_if_available(struct wlk__etcd_req *r, bool *held) WLK_INTERNAL;

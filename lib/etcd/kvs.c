@@ -3,9 +3,8 @@
  * kvs.c - the entries of a bucket or a name as a range reply gives them:
  * parsed with every field checked (a reply is untrusted input: a key
  * outside the prefix, a malformed value or revision is -EPROTO, never a
- * crash), ordered by (name, class, create_revision) and classified held
- * or pending by the derived rule (etcd.h). And the JSON pieces that
- * requests are built of: a range op, a compare.
+ * crash; classify.c orders and classifies them). And the JSON pieces
+ * that requests are built of: a range op, a compare.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -169,59 +168,6 @@ int wlk__etcd_kvs_parse(struct json_object *range, const char *prefix,
 	}
 	*out = k;
 	return 0;
-}
-
-static int entry_cmp(const void *a, const void *b, void *arg)
-{
-	const struct wlk__etcd_entry *x = a, *y = b;
-	size_t p = *(const size_t *)arg, n = x->name_len < y->name_len ?
-						x->name_len : y->name_len;
-	int c = memcmp(x->key + p, y->key + p, n);
-
-	if (c)
-		return c;
-	if (x->name_len != y->name_len)
-		return x->name_len < y->name_len ? -1 : 1;
-	if (x->cls != y->cls)
-		return x->cls - y->cls;
-	if (x->create_rev != y->create_rev)
-		return x->create_rev < y->create_rev ? -1 : 1;
-	return strcmp(x->key, y->key);
-}
-
-static bool same_name(const struct wlk__etcd_entry *a,
-		      const struct wlk__etcd_entry *b, size_t p)
-{
-	return a->name_len == b->name_len &&
-	       !memcmp(a->key + p, b->key + p, a->name_len);
-}
-
-/*
- * wlk__etcd_classify() - order @k's entries by (name, class, creation)
- * and mark each clear or not: exclusive and first of its name, or shared
- * with no exclusive entry before it; held: clear, and for a scope's
- * member, every member clear (scope.c).
- */
-void wlk__etcd_classify(struct wlk__etcd_kvs *k)
-{
-	bool first = true, excl = false;
-
-	if (k->n > 1) /* an empty range has no array to sort */
-		qsort_r(k->e, k->n, sizeof(*k->e), entry_cmp,
-			&k->prefix_len);
-	for (size_t i = 0; i < k->n; i++) {
-		struct wlk__etcd_entry *e = &k->e[i];
-
-		if (i && !same_name(e, e - 1, k->prefix_len)) {
-			first = true;
-			excl = false;
-		}
-		e->clear = e->mode == WLK_EXCLUSIVE ? first : !excl;
-		e->held = e->clear;
-		excl |= e->mode == WLK_EXCLUSIVE;
-		first = false;
-	}
-	wlk__etcd_scope_classify(k);
 }
 
 struct wlk__etcd_entry *wlk__etcd_kvs_find(struct wlk__etcd_kvs *k,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * txn.c - the pieces a request's transactions are built of (acquire.c,
- * atonce.c): a put of the request's entry on its lease, a delete, a Txn
- * and its reply, and the reading of a grant from a name's entries.
+ * atonce.c, steal.c, scope.c): a put of the request's entry on its lease,
+ * a delete (a scope's: all of its keys in one Txn), a Txn and its reply,
+ * and the reading of a grant from its names' entries.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -103,6 +104,67 @@ struct json_object *wlk__etcd_list(struct json_object *a,
 	return l;
 }
 
+/* The "deleted" of each response of a TxnResponse @rep, summed. */
+static int deleted_sum(struct json_object *rep, int64_t *sum)
+{
+	struct json_object *rs;
+
+	*sum = 0;
+	if (!json_object_object_get_ex(rep, "responses", &rs) ||
+	    !json_object_is_type(rs, json_type_array))
+		return -EPROTO;
+	for (size_t i = 0; i < json_object_array_length(rs); i++) {
+		struct json_object *r = json_object_array_get_idx(rs, i), *d;
+		int64_t n = 0;
+
+		if (!json_object_is_type(r, json_type_object) ||
+		    !json_object_object_get_ex(r, "response_delete_range",
+					       &d))
+			return -EPROTO;
+		if (wlk__etcd_int64(d, "deleted", &n)) /* absent: 0 */
+			return -EPROTO;
+		*sum += n;
+	}
+	return 0;
+}
+
+/* Delete every key of @l's scope in one Txn; how many were there in
+ * *@deleted (if not NULL): all or none, since a scope's keys come and go
+ * together. */
+static int scope_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+			int64_t *deleted)
+{
+	struct json_object *t = json_object_new_object(), *rep;
+	struct json_object *ops = json_object_new_array();
+	int64_t n = 0;
+	int rc = t && ops ? 0 : -ENOMEM;
+
+	for (uint32_t i = 0; !rc && i < l->base.n_scope; i++) {
+		struct json_object *op = wlk__etcd_op_delete(l->mem[i].key,
+							     l->mem[i].len);
+
+		if (!op || json_object_array_add(ops, op)) {
+			json_object_put(op);
+			rc = -ENOMEM;
+		}
+	}
+	if (rc) {
+		json_object_put(t);
+		json_object_put(ops);
+		return rc;
+	}
+	json_object_object_add(t, "success", ops);
+	rc = wlk__etcd_call(&m->conn, "/v3/kv/txn", t, &rep);
+	json_object_put(t);
+	if (rc)
+		return rc;
+	rc = deleted_sum(rep, &n);
+	json_object_put(rep);
+	if (!rc && deleted)
+		*deleted = n;
+	return rc;
+}
+
 /* Delete @l's key (a scope's keys: one Txn), whatever state it is in (a
  * release, an abort, a timeout), and say in *@deleted (if not NULL)
  * whether it was there. After an error the lease mends it: the key goes
@@ -115,7 +177,7 @@ int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 	int rc;
 
 	if (l->mem)
-		return wlk__etcd_scope_delete(m, l, deleted);
+		return scope_delete(m, l, deleted);
 	d = json_object_new_object();
 	if (!d)
 		return -ENOMEM;

@@ -9,8 +9,14 @@
  *  - when it continues, its held scope says stolen (its release
  *    WLK_ESTOLEN) and its waiting one completes with WLK_EABORTED; its
  *    manager goes on with a new lease.
+ *
+ * And a scope with one of its keys deleted behind the library's back is
+ * held on none of its names, and wlk_manager_validate() reports it.
  */
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "../scope_common.h"
 
@@ -89,4 +95,60 @@ Test(etcd_scopes, an_expired_lease_takes_held_and_queued_scopes_whole,
 	t_assert_valid(m, NULL);
 	t_pipe_close(&p[0]);
 	t_pipe_close(&p[1]);
+}
+
+/* @s in hex into @o (NUL-terminated). */
+static char *hex(char *o, const char *s)
+{
+	for (size_t i = 0; s[i]; i++)
+		sprintf(o + 2 * i, "%02x", (unsigned char)s[i]);
+	o[2 * strlen(s)] = '\0';
+	return o;
+}
+
+/* Delete the keys of t_origin's default bucket under @name on the
+ * cluster's first member (the key layout of lib/etcd/etcd.h). */
+static void delete_name(const char *name)
+{
+	const char *b = getenv("WEBLOCKS_BACKEND") + strlen("etcd://");
+	char o[512], d[32], nm[32], key[700], cmd[2048];
+
+	/* The name's prefix ends in '/': its range ends at '0'. */
+	snprintf(key, sizeof(key), "wlk1/%s.%s./%s/", hex(o, t_origin),
+		 hex(d, "default"), hex(nm, name));
+	snprintf(cmd, sizeof(cmd),
+		 "k=$(printf %%s '%s' | base64 -w0); "
+		 "e=$(printf %%s '%.*s0' | base64 -w0); "
+		 "curl -sf -m 5 -o /dev/null http://%.*s/v3/kv/deleterange "
+		 "-d \"{\\\"key\\\":\\\"$k\\\",\\\"range_end\\\":"
+		 "\\\"$e\\\"}\"",
+		 key, (int)strlen(key) - 1, key, (int)strcspn(b, ","), b);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void count_violation(const char *what, void *arg)
+{
+	(void)what;
+	(*(int *)arg)++;
+}
+
+Test(etcd_scopes, a_scope_with_a_key_missing_is_held_nowhere_and_invalid,
+     T_FIX, .timeout = 30)
+{
+	struct wlk_manager *m = t_open();
+	struct wlk_name ab[] = { N("a"), N("b") };
+	struct wlk_lock *l = NULL;
+	int bad = 0;
+
+	T_ASSERT_RC(wlk_acquire_scope(m, ab, 2, &sh, &l), 0);
+	t_assert_valid(m, NULL);
+	delete_name("a");
+	cr_assert(t_wait_held(m, "a", 1, 0));
+	cr_assert_eq(t_held_n(m, NULL, 0), 0, "part of a scope held");
+	cr_assert_eq(t_pending_n(m, "b", 1), 1);
+	T_ASSERT_RC(wlk_manager_validate(m, count_violation, &bad),
+		    WLK_ECORRUPT);
+	cr_assert_eq(bad, 1);
+	(void)wlk_release(l); /* the rest of it goes */
+	t_assert_valid(m, NULL);
 }
