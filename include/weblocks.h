@@ -188,7 +188,8 @@
  * shm-inspect dump and check report the cycles that exist. It is an
  * extension, off by default: the spec has no such error, and each request
  * that would wait pays for a walk of the bucket's pending requests under
- * the segment mutex. examples/deadlock.c shows it.
+ * the segment mutex (on etcd, every request of such a manager: ETCD
+ * ENGINE below). examples/deadlock.c shows it.
  *
  * SCOPES
  *
@@ -295,18 +296,26 @@
  *    A steal, of one name or of a scope's, reads the whole bucket (the
  *    other names of the scopes holding its names are anywhere in it): it
  *    costs in proportion to the bucket's requests.
- *  - Not on etcd (yet): detect_deadlocks (wlk_manager_open() returns
- *    %WLK_ENOTSUPPORTED), weblocks/inspect.h (segments only). There are
- *    no tables: permissions and the capacities are checked but mean
+ *  - detect_deadlocks (DEADLOCKS above) keeps its rules: each request of
+ *    such a manager (but if_available and steal, which never wait) reads
+ *    the whole bucket, walks its graph (a manager is its lease), and puts
+ *    its keys only if no key of the bucket was put since the read, so
+ *    that two requests closing one cycle between them are never both
+ *    queued; a bucket changed at each of 64 tries in a row is %WLK_EFULL.
+ *    A dead process's requests and locks are in the graph until its
+ *    lease ends.
+ *  - Not on etcd: weblocks/inspect.h (segments only). There are no
+ *    tables: permissions and the capacities are checked but mean
  *    nothing, and %WLK_EFULL is only a steal whose transaction needs more
  *    compares or operations than etcd's --max-txn-ops (128) allows: one
  *    of each per key it deletes (every key of each request holding one of
  *    its names, a scope's on all of its names), one compare per name and
  *    per request that keeps a scope waiting on one of its names from
- *    being granted meanwhile, one put per name, and one read. max_name_len
- *    is set by the bucket's first opener, as with a segment.
+ *    being granted meanwhile, one put per name, and one read (or a
+ *    request of a manager with detect_deadlocks, above). max_name_len is
+ *    set by the bucket's first opener, as with a segment.
  *    wlk_manager_validate() checks that every key under the bucket's prefix
- *    is one this library wrote. wlk_bucket_remove() forgets the bucket's
+ *    is one this library wrote, and that no scope is there in part. wlk_bucket_remove() forgets the bucket's
  *    max_name_len: -EBUSY while a manager has it open, -ENOENT if none.
  *  - The cluster is the security boundary: without etcd's TLS and RBAC
  *    (not supported here) anyone who reaches it can read and change every
@@ -747,7 +756,9 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  *   nothing changed.
  * * %WLK_EDEADLK - @m was opened with detect_deadlocks and the request
  *   would close a cycle of managers waiting for each other (DEADLOCKS
- *   above); nothing is queued.
+ *   above); nothing is queued. (On etcd, such a manager's request is also
+ *   %WLK_EFULL when the bucket changes faster than it can check it: ETCD
+ *   ENGINE above.)
  * * %WLK_ECORRUPT - the segment failed validation or repair, or the
  *   request's slot was found damaged (then it is freed) or dropped by a
  *   repair; nothing is left queued or held.

@@ -136,9 +136,6 @@ static const struct {
 	  "segment file's removal" },
 	{ "fastwait", "the shared-memory fast path" },
 	{ "hotpath", "counts the shared-memory fast path's system calls" },
-	{ "deadlock::the_request", "detect_deadlocks is not on etcd" },
-	{ "deadlock::a_", "detect_deadlocks is not on etcd" },
-	{ "deadlock::scopes", "detect_deadlocks and scopes are not on etcd" },
 	{ "scope::a_scope_that_does_not_fit", "the segment's name table "
 	  "(etcd has no tables)" },
 	{ "scope::close_grants_none_of_its_own", "tokens are etcd revisions, "
@@ -167,7 +164,9 @@ static const struct {
 	{ "broadcast", "the shared-memory engine's futex broadcast" },
 	{ "coldstart", "creating the segment" },
 	{ "damaged", "damages the segment" },
-	{ "deadlock_mp", "detect_deadlocks is not on etcd" },
+	{ "deadlock_mp::a_dead_process_leaves_no_cycle",
+	  "a dead process's locks and requests stay until its lease's TTL: "
+	  "until then its cycle is one" },
 	{ "failpoints", "fail points inside the segment's critical sections" },
 	{ "poison", "damages the segment" },
 	{ "stopped", "a process stopped inside the segment's mutex" },

@@ -8,6 +8,8 @@
  *    deadline, and ranges the name again. Its entry vanished (the lease was
  *    lost) is WLK_EABORTED.
  *  - if_available and steal are decided at once (atonce.c, steal.c).
+ *  - A manager with detect_deadlocks checks the bucket first, and puts
+ *    only if it is unchanged (deadlock.c).
  *  - A scope (scope.c) is the same with a key per name: its Txn puts
  *    them all and ranges every name, and so does each read after.
  *
@@ -79,7 +81,7 @@ static int request(struct wlk__etcd_req *r, const struct wlk_options *o,
 	struct wlk__etcd_kvs k = { 0 };
 	int rc;
 
-	rc = put_all(r, &k);
+	rc = m->detect ? wlk__etcd_put_checked(r, &k) : put_all(r, &k);
 	for (;;) {
 		int why;
 

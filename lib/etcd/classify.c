@@ -28,8 +28,10 @@ static int entry_cmp(const void *a, const void *b, void *arg)
 	return strcmp(x->key, y->key);
 }
 
-static bool same_name(const struct wlk__etcd_entry *a,
-		      const struct wlk__etcd_entry *b, size_t p)
+/* wlk__etcd_same_name() - whether @a and @b are of one name (@p: the
+ * bucket's prefix length). */
+bool wlk__etcd_same_name(const struct wlk__etcd_entry *a,
+			 const struct wlk__etcd_entry *b, size_t p)
 {
 	return a->name_len == b->name_len &&
 	       !memcmp(a->key + p, b->key + p, a->name_len);
@@ -97,7 +99,7 @@ void wlk__etcd_classify(struct wlk__etcd_kvs *k)
 	for (size_t i = 0; i < k->n; i++) {
 		struct wlk__etcd_entry *e = &k->e[i];
 
-		if (i && !same_name(e, e - 1, k->prefix_len)) {
+		if (i && !wlk__etcd_same_name(e, e - 1, k->prefix_len)) {
 			first = true;
 			excl = false;
 		}

@@ -120,6 +120,7 @@ struct wlk__etcd_manager {
 	uint64_t lease;      /* [A] the current lease */
 	pthread_mutex_t lease_mu; /* one renewal at a time */
 	unsigned int ttl;    /* seconds */
+	bool detect;         /* detect_deadlocks (deadlock.c) */
 	uint64_t seq;        /* [A] the next request's number */
 	uint32_t events;     /* [A] futex: bumped by deletions in the bucket */
 	pthread_mutex_t lmu; /* guards locks */
@@ -231,6 +232,9 @@ int wlk__etcd_txn_reply(struct json_object *rep, const char *prefix,
 void wlk__etcd_classify(struct wlk__etcd_kvs *k) WLK_INTERNAL;
 bool wlk__etcd_same_scope(const struct wlk__etcd_entry *a,
 			  const struct wlk__etcd_entry *b) WLK_INTERNAL;
+bool wlk__etcd_same_name(const struct wlk__etcd_entry *a,
+			 const struct wlk__etcd_entry *b,
+			 size_t p) WLK_INTERNAL;
 
 /* bucket.c */
 int wlk__etcd_bucket_join(struct wlk__etcd_manager *m, uint32_t max_name_len,
@@ -315,11 +319,16 @@ int wlk__etcd_add_ranges(struct json_object *ops,
 			 const struct wlk__etcd_lock *l) WLK_INTERNAL;
 int wlk__etcd_read(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 		   struct wlk__etcd_kvs *out) WLK_INTERNAL;
+bool wlk__etcd_on_names(const struct wlk__etcd_lock *l,
+			const struct wlk__etcd_entry *e) WLK_INTERNAL;
 
 /* atonce.c */
 int wlk__etcd_if_available(struct wlk__etcd_req *r, bool *held) WLK_INTERNAL;
 /* steal.c */
 int wlk__etcd_steal(struct wlk__etcd_req *r, bool *held) WLK_INTERNAL;
+/* deadlock.c */
+int wlk__etcd_put_checked(struct wlk__etcd_req *r,
+			  struct wlk__etcd_kvs *k) WLK_INTERNAL;
 
 /* acquire.c */
 int wlk__etcd_acquire(struct wlk_manager *m, struct wlk_lock *l,

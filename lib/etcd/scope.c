@@ -158,3 +158,18 @@ int wlk__etcd_read(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 	return wlk__etcd_txn(&r, json_object_new_array(), ranges,
 			     json_object_new_array(), &ok, out);
 }
+
+/* wlk__etcd_on_names() - whether @e is under one of @l's names. */
+bool wlk__etcd_on_names(const struct wlk__etcd_lock *l,
+		     const struct wlk__etcd_entry *e)
+{
+	for (unsigned int i = 0; i < wlk__etcd_nkeys(l); i++) {
+		size_t len;
+		const char *key = wlk__etcd_key(l, i, &len);
+
+		if (e->key_len > len - KEY_TAIL &&
+		    !memcmp(e->key, key, len - KEY_TAIL))
+			return true;
+	}
+	return false;
+}

@@ -71,28 +71,6 @@ static void keep(struct txn *t, struct wlk__etcd_entry *e, int why)
 		     &t->rc);
 }
 
-/* Whether @e is under one of @l's names. */
-static bool on_names(const struct wlk__etcd_lock *l,
-		     const struct wlk__etcd_entry *e)
-{
-	for (unsigned int i = 0; i < wlk__etcd_nkeys(l); i++) {
-		size_t len;
-		const char *key = wlk__etcd_key(l, i, &len);
-
-		if (e->key_len > len - KEY_TAIL &&
-		    !memcmp(e->key, key, len - KEY_TAIL))
-			return true;
-	}
-	return false;
-}
-
-static bool same_name(const struct wlk__etcd_entry *a,
-		      const struct wlk__etcd_entry *b, size_t p)
-{
-	return a->name_len == b->name_len &&
-	       !memcmp(a->key + p, b->key + p, a->name_len);
-}
-
 /* The compares and deletes of a steal from @k (classified). */
 static void decide(struct wlk__etcd_req *r, struct wlk__etcd_kvs *k,
 		   struct txn *t)
@@ -114,7 +92,7 @@ static void decide(struct wlk__etcd_req *r, struct wlk__etcd_kvs *k,
 	for (size_t i = 0; i < k->n; i++) {
 		struct wlk__etcd_entry *e = &k->e[i];
 
-		if (!e->held || e->mark || !on_names(l, e))
+		if (!e->held || e->mark || !wlk__etcd_on_names(l, e))
 			continue;
 		for (size_t j = 0; j < k->n; j++)
 			if (j == i || wlk__etcd_same_scope(e, &k->e[j]))
@@ -125,15 +103,17 @@ static void decide(struct wlk__etcd_req *r, struct wlk__etcd_kvs *k,
 	for (size_t i = 0; i < k->n; i++) {
 		struct wlk__etcd_entry *e = &k->e[i];
 
-		if (!e->scope_n || !e->clear || e->held || !on_names(l, e))
+		if (!e->scope_n || !e->clear || e->held ||
+		    !wlk__etcd_on_names(l, e))
 			continue;
 		for (size_t j = 0; j < k->n; j++) {
 			struct wlk__etcd_entry *f = &k->e[j];
 
 			if (!wlk__etcd_same_scope(e, f))
 				continue;
-			for (size_t x = j; x-- > 0 &&
-					   same_name(f, &k->e[x], k->prefix_len);) {
+			for (size_t x = j;
+			     x-- > 0 && wlk__etcd_same_name(f, &k->e[x],
+							    k->prefix_len);) {
 				struct wlk__etcd_entry *g = &k->e[x];
 
 				if (!g->mark && (f->mode == WLK_EXCLUSIVE ||
