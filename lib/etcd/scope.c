@@ -34,7 +34,8 @@
  *  - Reading. A scope's waiter reads all of its names in one Txn of
  *    ranges (one revision); its token on each name is that revision, as a
  *    single name's is. query() reads the bucket, and shows a scope's
- *    entries with their creation revision as the scope value. A reader
+ *    entries with their creation revision as the scope value, and
+ *    wlk_manager_validate() reports a scope it sees in part. A reader
  *    of one name sees a scope member's clear, never its held: only its
  *    own entries' grants come from such reads, and those are single.
  *  - Options, all at once: if_available (atonce.c) puts every member iff
