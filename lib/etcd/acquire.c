@@ -125,7 +125,9 @@ static int request(struct wlk__etcd_req *r, const struct wlk_options *o,
 		rc = uatomic_read(&o->signal->reason);
 		*held = false;
 	}
-	if (rc && rc != -ENOENT) /* -ENOENT: the put's lease was gone */
+	/* -ENOENT: the put's lease was gone; WLK_EDEADLK: refused before
+	 * its put (deadlock.c). */
+	if (rc && rc != -ENOENT && rc != WLK_EDEADLK)
 		(void)wlk__etcd_delete(m, r->l, NULL);
 	return rc;
 }
