@@ -190,7 +190,8 @@
  * shm-inspect dump and check report the cycles that exist. It is an
  * extension, off by default: the spec has no such error, and each request
  * that would wait pays for a walk of the bucket's pending requests under
- * the segment mutex. examples/deadlock.c shows it.
+ * the segment mutex (on etcd, every request of such a manager: ETCD
+ * ENGINE below). examples/deadlock.c shows it.
  *
  * SCOPES
  *
@@ -289,16 +290,34 @@
  *    a deletion on a name the manager has a request or lock on may have
  *    granted or stolen something (each dispatch then reads the bucket
  *    once), so an edge can come without news.
- *  - Not on etcd (yet): detect_deadlocks (wlk_manager_open() returns
- *    %WLK_ENOTSUPPORTED), scopes (wlk_acquire_scope() and its kin return
- *    %WLK_ENOTSUPPORTED for two or more distinct names), weblocks/inspect.h
- *    (segments only). There are no
- *    tables: permissions and the capacities are checked but mean nothing,
- *    and %WLK_EFULL is only a steal with more holders than etcd's
- *    --max-txn-ops (128) allows in one transaction, less two. max_name_len
- *    is set by the bucket's first opener, as with a segment.
+ *  - Scopes (SCOPES above) keep their rules: a scope is a key under each
+ *    of its names, all put in one transaction (one revision, the same
+ *    token on each name) and all deleted in one, by its release, a
+ *    steal or the lease's end, so nobody ever sees part of one held. Its
+ *    waiter reads all of its names at once (one transaction of ranges).
+ *    A steal, of one name or of a scope's, reads the whole bucket (the
+ *    other names of the scopes holding its names are anywhere in it): it
+ *    costs in proportion to the bucket's requests.
+ *  - detect_deadlocks (DEADLOCKS above) keeps its rules: each request of
+ *    such a manager (but if_available and steal, which never wait) reads
+ *    the whole bucket, walks its graph (a manager is its lease), and puts
+ *    its keys only if no key of the bucket was put since the read, so
+ *    that two requests closing one cycle between them are never both
+ *    queued; a bucket changed at each of 64 tries in a row is %WLK_EFULL.
+ *    A dead process's requests and locks are in the graph until its
+ *    lease ends.
+ *  - Not on etcd: weblocks/inspect.h (segments only). There are no
+ *    tables: permissions and the capacities are checked but mean
+ *    nothing, and %WLK_EFULL is only a steal whose transaction needs more
+ *    compares or operations than etcd's --max-txn-ops (128) allows: one
+ *    of each per key it deletes (every key of each request holding one of
+ *    its names, a scope's on all of its names), one compare per name and
+ *    per request that keeps a scope waiting on one of its names from
+ *    being granted meanwhile, one put per name, and one read (or a
+ *    request of a manager with detect_deadlocks, above). max_name_len is
+ *    set by the bucket's first opener, as with a segment.
  *    wlk_manager_validate() checks that every key under the bucket's prefix
- *    is one this library wrote. wlk_bucket_remove() forgets the bucket's
+ *    is one this library wrote, and that no scope is there in part. wlk_bucket_remove() forgets the bucket's
  *    max_name_len: -EBUSY while a manager has it open, -ENOENT if none.
  *  - The cluster is the security boundary: without etcd's TLS and RBAC
  *    (not supported here) anyone who reaches it can read and change every
@@ -752,7 +771,9 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  *   above); nothing changed.
  * * %WLK_EDEADLK - @m was opened with detect_deadlocks and the request
  *   would close a cycle of managers waiting for each other (DEADLOCKS
- *   above); nothing is queued.
+ *   above); nothing is queued. (On etcd, such a manager's request is also
+ *   %WLK_EFULL when the bucket changes faster than it can check it: ETCD
+ *   ENGINE above.)
  * * %WLK_ECORRUPT - the segment failed validation or repair, or the
  *   request's slot was found damaged (then it is freed) or dropped by a
  *   repair; nothing is left queued or held.
@@ -917,7 +938,9 @@ struct wlk_name {
  *
  * Context: as for wlk_request(). A scope never takes the uncontended fast
  * path: it takes the segment mutex once to be queued (and granted, if it
- * can be) and once to be released.
+ * can be) and once to be released. On etcd (ETCD ENGINE above), one
+ * transaction to be queued and one to be released, whatever the number
+ * of names.
  *
  * Return: 0 on success (with *@out NULL on an if_available miss), or
  * * %WLK_EINVAL - @m, @names, a name or @out is NULL, @n is 0, there are
@@ -927,7 +950,8 @@ struct wlk_name {
  *   in turn where wlk_request() checks its name (%WLK_ENOTSUPPORTED for a
  *   name that starts with '-', %WLK_ENAMETOOLONG for one too long), and
  *   %WLK_EFULL if the tables (and the arena) have no room for every name
- *   and one request slot per name.
+ *   and one request slot per name (on etcd, only a steal too large for
+ *   one transaction: ETCD ENGINE above).
  */
 WLK_EXPORT WLK_WARN_UNUSED int
 wlk_acquire_scope(struct wlk_manager *m, const struct wlk_name *names,

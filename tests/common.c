@@ -136,12 +136,17 @@ static const struct {
 	  "segment file's removal" },
 	{ "fastwait", "the shared-memory fast path" },
 	{ "hotpath", "counts the shared-memory fast path's system calls" },
-	{ "deadlock::the_request", "detect_deadlocks is not on etcd" },
-	{ "deadlock::a_", "detect_deadlocks is not on etcd" },
-	{ "deadlock::scopes", "detect_deadlocks and scopes are not on etcd" },
-	{ "scope", "scopes are not on etcd yet" },
-	{ "scope_queue", "scopes are not on etcd yet" },
-	{ "scope_mp", "scopes are not on etcd yet" },
+	{ "scope::a_scope_that_does_not_fit", "the segment's name table "
+	  "(etcd has no tables)" },
+	{ "scope::close_grants_none_of_its_own", "tokens are etcd revisions, "
+	  "not consecutive (on etcd the close is one revision)" },
+	{ "scope_mp::a_granter_dying", "fail points inside the segment's "
+	  "critical sections" },
+	{ "scope_mp::a_stealer_dying", "fail points inside the segment's "
+	  "critical sections" },
+	{ "scope_mp::a_waiter_sees_the_death",
+	  "a dead process's locks go with its lease, after its TTL, beyond "
+	  "the test's 500 ms (tests/etcd/faults.c tests a scope's)" },
 	{ "manager::segment", "the segment file" },
 	{ "manager::bucket_remove_after_close", "the segment file" },
 	{ "manager::opening_a_0660", "the segment file's permissions" },
@@ -159,7 +164,9 @@ static const struct {
 	{ "broadcast", "the shared-memory engine's futex broadcast" },
 	{ "coldstart", "creating the segment" },
 	{ "damaged", "damages the segment" },
-	{ "deadlock_mp", "detect_deadlocks is not on etcd" },
+	{ "deadlock_mp::a_dead_process_leaves_no_cycle",
+	  "a dead process's locks and requests stay until its lease's TTL: "
+	  "until then its cycle is one" },
 	{ "failpoints", "fail points inside the segment's critical sections" },
 	{ "poison", "damages the segment" },
 	{ "stopped", "a process stopped inside the segment's mutex" },

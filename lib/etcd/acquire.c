@@ -7,7 +7,11 @@
  *    deletion in the bucket), its signal, its manager's close or its
  *    deadline, and ranges the name again. Its entry vanished (the lease was
  *    lost) is WLK_EABORTED.
- *  - if_available and steal are decided at once (atonce.c).
+ *  - if_available and steal are decided at once (atonce.c, steal.c).
+ *  - A manager with detect_deadlocks checks the bucket first, and puts
+ *    only if it is unchanged (deadlock.c).
+ *  - A scope (scope.c) is the same with a key per name: its Txn puts
+ *    them all and ranges every name, and so does each read after.
  *
  * Every Txn may be sent twice (http.c tries another member when one did
  * not answer, and the first may have applied): each one also ranges the
@@ -30,12 +34,6 @@
  * a new lease. */
 #define LEASE_ROUNDS 2
 
-static void forget_key(struct wlk__etcd_lock *l)
-{
-	free(l->key);
-	l->key = NULL;
-}
-
 /* Why a waiting request stops: its manager closed, its signal, its
  * deadline; or 0. */
 static int why_stop(struct wlk__etcd_manager *m, const struct wlk_options *o,
@@ -50,6 +48,30 @@ static int why_stop(struct wlk__etcd_manager *m, const struct wlk_options *o,
 	return 0;
 }
 
+/* One Txn: put every key of @r's request unless its first exists, and
+ * range each of its names into @k. */
+static int put_all(struct wlk__etcd_req *r, struct wlk__etcd_kvs *k)
+{
+	struct json_object *ok = json_object_new_array();
+	struct json_object *fail = json_object_new_array();
+	bool applied;
+
+	if (!ok || !fail || wlk__etcd_add_puts(ok, r) ||
+	    wlk__etcd_add_ranges(ok, r->l) ||
+	    wlk__etcd_add_ranges(fail, r->l)) {
+		json_object_put(ok);
+		json_object_put(fail);
+		return -ENOMEM;
+	}
+	return wlk__etcd_txn(r,
+			     wlk__etcd_list(wlk__etcd_cmp(r->l->key,
+							  r->l->key_len,
+							  false, "CREATE",
+							  "EQUAL", 0),
+					    NULL, NULL),
+			     ok, fail, &applied, k);
+}
+
 static int request(struct wlk__etcd_req *r, const struct wlk_options *o,
 		   bool wait, bool *held)
 {
@@ -57,17 +79,9 @@ static int request(struct wlk__etcd_req *r, const struct wlk_options *o,
 	uint64_t deadline = wlk__deadline_ns(o->timeout_ns);
 	uint32_t ev = uatomic_read(&m->events);
 	struct wlk__etcd_kvs k = { 0 };
-	bool ok;
 	int rc;
 
-	rc = wlk__etcd_txn(r,
-		 wlk__etcd_list(wlk__etcd_cmp(r->l->key, r->l->key_len, false, "CREATE",
-				    "EQUAL", 0),
-		      NULL, NULL),
-		 wlk__etcd_list(wlk__etcd_op_put(r),
-				wlk__etcd_op_range(r->np, r->np_len), NULL),
-		 wlk__etcd_list(wlk__etcd_op_range(r->np, r->np_len), NULL, NULL), &ok,
-		 &k);
+	rc = m->detect ? wlk__etcd_put_checked(r, &k) : put_all(r, &k);
 	for (;;) {
 		int why;
 
@@ -103,7 +117,7 @@ static int request(struct wlk__etcd_req *r, const struct wlk_options *o,
 			break;
 		}
 		ev = uatomic_read(&m->events);
-		rc = wlk__etcd_range(m, r->np, r->np_len, &k);
+		rc = wlk__etcd_read(m, r->l, &k);
 	}
 	/* The spec: a signal found aborted after the grant, before the
 	 * callback, releases the lock. */
@@ -111,7 +125,9 @@ static int request(struct wlk__etcd_req *r, const struct wlk_options *o,
 		rc = uatomic_read(&o->signal->reason);
 		*held = false;
 	}
-	if (rc && rc != -ENOENT) /* -ENOENT: the put's lease was gone */
+	/* -ENOENT: the put's lease was gone; WLK_EDEADLK: refused before
+	 * its put (deadlock.c). */
+	if (rc && rc != -ENOENT && rc != WLK_EDEADLK)
 		(void)wlk__etcd_delete(m, r->l, NULL);
 	return rc;
 }
@@ -141,14 +157,20 @@ int wlk__etcd_submit(struct wlk__etcd_manager *m, struct wlk_lock *pl,
 	char tail[TAIL_MAX];
 	struct wlk__etcd_req r = { .m = m, .l = l };
 	char m_ch = pl->mode == WLK_EXCLUSIVE ? 'x' : 's';
+	char count[4] = "";
 	int rc;
 
+	l->mem = NULL;
+	l->key = NULL;
 	r.np = wlk__etcd_name_prefix(m->prefix, m->prefix_len, pl->name,
 				     pl->name_len, &r.np_len);
 	if (!r.np)
 		return -ENOMEM;
-	snprintf(r.value, sizeof(r.value), "%c %d %s", m_ch, (int)getpid(),
-		 m->base.client_id);
+	/* A scope's members say how many they are (scope.c). */
+	if (pl->scope)
+		snprintf(count, sizeof(count), "%u", (unsigned int)pl->n_scope);
+	snprintf(r.value, sizeof(r.value), "%c%s %d %s", m_ch, count,
+		 (int)getpid(), m->base.client_id);
 	*queued = false;
 	/* A lease found lost by the request itself (before the agent's
 	 * keepalive noticed): renewed, and the request made once more. */
@@ -162,14 +184,20 @@ int wlk__etcd_submit(struct wlk__etcd_manager *m, struct wlk_lock *pl,
 			 o->steal ? '0' : '1', m_ch,
 			 (unsigned long long)r.lease,
 			 (unsigned long long)uatomic_add_return(&m->seq, 1));
-		l->key_len = r.np_len + strlen(tail);
-		l->key = malloc(l->key_len + 1);
-		if (!l->key) {
-			rc = -ENOMEM;
-			break;
+		if (pl->scope) {
+			rc = wlk__etcd_scope_keys(m, l, tail, strlen(tail));
+			if (rc)
+				break;
+		} else {
+			l->key_len = r.np_len + strlen(tail);
+			l->key = malloc(l->key_len + 1);
+			if (!l->key) {
+				rc = -ENOMEM;
+				break;
+			}
+			memcpy(l->key, r.np, r.np_len);
+			memcpy(l->key + r.np_len, tail, strlen(tail) + 1);
 		}
-		memcpy(l->key, r.np, r.np_len);
-		memcpy(l->key + r.np_len, tail, strlen(tail) + 1);
 		track(m, l, true);
 		if (o->steal)
 			rc = wlk__etcd_steal(&r, held);
@@ -182,7 +210,7 @@ int wlk__etcd_submit(struct wlk__etcd_manager *m, struct wlk_lock *pl,
 		if (!rc && (*held || *queued))
 			break;
 		track(m, l, false);
-		forget_key(l);
+		wlk__etcd_forget_keys(l);
 		if (rc != -ENOENT || uatomic_read(&m->base.closed))
 			break;
 		rc = wlk__etcd_lease_renew(m, r.lease);
@@ -201,15 +229,12 @@ int wlk__etcd_acquire(struct wlk_manager *pub, struct wlk_lock *pl,
 {
 	bool queued;
 
-	/* Scopes (weblocks.h, SCOPES) are not on etcd yet. */
-	if (pl->scope)
-		return WLK_ENOTSUPPORTED;
 	return wlk__etcd_submit(wlk__etcd_m(pub), pl, o, true, held, &queued);
 }
 
 /*
  * wlk__etcd_check() - whether @pl's queued request is granted now (one
- * range of its name): 0 with *@held, or an error (WLK_EABORTED: its entry
+ * read of its names): 0 with *@held, or an error (WLK_EABORTED: its entry
  * went with a lost lease).
  */
 int wlk__etcd_check(struct wlk__etcd_manager *m, struct wlk_lock *pl,
@@ -217,17 +242,11 @@ int wlk__etcd_check(struct wlk__etcd_manager *m, struct wlk_lock *pl,
 {
 	struct wlk__etcd_req r = { .m = m, .l = wlk__etcd_l(pl) };
 	struct wlk__etcd_kvs k = { 0 };
-	int rc;
+	int rc = wlk__etcd_read(m, r.l, &k);
 
-	r.np = wlk__etcd_name_prefix(m->prefix, m->prefix_len, pl->name,
-				     pl->name_len, &r.np_len);
-	if (!r.np)
-		return -ENOMEM;
-	rc = wlk__etcd_range(m, r.np, r.np_len, &k);
 	if (!rc)
 		rc = wlk__etcd_grant_if_held(&r, &k, held);
 	wlk__etcd_kvs_free(&k);
-	free(r.np);
 	return rc;
 }
 
@@ -241,7 +260,7 @@ void wlk__etcd_drop(struct wlk__etcd_manager *m, struct wlk_lock *pl)
 		return;
 	track(m, l, false);
 	(void)wlk__etcd_delete(m, l, NULL);
-	forget_key(l);
+	wlk__etcd_forget_keys(l);
 }
 
 /*
@@ -262,7 +281,7 @@ int wlk__etcd_release(struct wlk_lock *pl)
 	cds_list_del(&l->link);
 	pthread_mutex_unlock(&m->lmu);
 	if (uatomic_read(&m->base.closed)) {
-		forget_key(l);
+		wlk__etcd_forget_keys(l);
 		return WLK_ESTATE;
 	}
 	/* Nothing deleted: someone else did (a steal, the lease's end), or
@@ -272,6 +291,6 @@ int wlk__etcd_release(struct wlk_lock *pl)
 	if (!rc && (uatomic_read(&l->gone) ||
 		    (!deleted && !wlk__etcd_deleted_by_us(m, l))))
 		rc = WLK_ESTOLEN;
-	forget_key(l);
+	wlk__etcd_forget_keys(l);
 	return rc;
 }

@@ -155,10 +155,8 @@ int wlk__etcd_async_request(struct wlk_manager *pub, struct wlk_async *r,
 	int rc;
 
 	l->key = NULL;
+	l->mem = NULL;
 	l->granted = false;
-	/* Scopes (weblocks.h, SCOPES) are not on etcd yet. */
-	if (r->l->scope)
-		return WLK_ENOTSUPPORTED;
 	rc = wlk__etcd_submit(m, r->l, o, false, &held, &queued);
 	if (rc)
 		return rc;

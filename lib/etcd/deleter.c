@@ -10,8 +10,11 @@
  *  - the revision D at which the key was deleted is the first event of a
  *    watch on the key from its creation (one short stream);
  *  - a steal is one Txn that deletes the holders and puts the stealer's
- *    entry, so an entry of the name created at D is a steal (one range at
- *    revision D);
+ *    entries, so an entry of the bucket created at D is a steal (one
+ *    range at revision D; the bucket's, since a steal of another name of
+ *    a scope deletes all of its keys, scope.c);
+ *  - a scope's keys go in one Txn: the first key's history is the
+ *    scope's;
  *  - the lease's end deletes the key too, and puts nothing: a lease that
  *    is gone is counted as a loss.
  *
@@ -152,21 +155,21 @@ out:
 	return rc;
 }
 
-/* How many entries of @l's name were created at revision @rev: 0 with
- * *@n, or an error (a compacted @rev is -EPROTO). */
-static int created_at(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
-		      int64_t rev, int64_t *n)
+/* How many entries of the bucket were created at revision @rev: 0 with
+ * *@n, or an error (a compacted @rev is -EPROTO). The bucket's, not the
+ * name's: a steal of a scope's other name deletes this key too. */
+static int created_at(struct wlk__etcd_manager *m, int64_t rev, int64_t *n)
 {
 	struct json_object *req = json_object_new_object(), *rep;
-	size_t np_len = l->key_len - KEY_TAIL;
-	char *end = wlk__etcd_range_end(l->key, np_len);
+	char *end = wlk__etcd_range_end(m->prefix, m->prefix_len);
 	int rc = -ENOMEM;
 
 	if (req && end) {
 		json_object_object_add(req, "key",
-				       wlk__etcd_jkey(l->key, np_len));
+				       wlk__etcd_jkey(m->prefix,
+						      m->prefix_len));
 		json_object_object_add(req, "range_end",
-				       wlk__etcd_jkey(end, np_len));
+				       wlk__etcd_jkey(end, m->prefix_len));
 		json_object_object_add(req, "revision", wlk__etcd_jstr_int(rev));
 		json_object_object_add(req, "min_create_revision",
 				       wlk__etcd_jstr_int(rev));
@@ -221,7 +224,7 @@ bool wlk__etcd_deleted_by_us(struct wlk__etcd_manager *m,
 
 	if (!uatomic_read(&l->put_rev) || l->key_len < KEY_TAIL)
 		return false;
-	if (deleted_at(m, l, &d) || created_at(m, l, d, &n) || n != 0)
+	if (deleted_at(m, l, &d) || created_at(m, d, &n) || n != 0)
 		return false;
 	return !lease_alive(m, l->lease, &alive) && alive;
 }

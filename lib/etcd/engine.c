@@ -99,10 +99,6 @@ static int options_ok(const struct wlk_manager_options *o)
 	    ((o->permissions & ~PERM_ALLOWED) ||
 	     (o->permissions & PERM_OWNER) != PERM_OWNER))
 		return WLK_EINVAL;
-	/* Not on etcd yet: it would need the bucket's wait-for graph in
-	 * one read at every request that waits. */
-	if (o->detect_deadlocks)
-		return WLK_ENOTSUPPORTED;
 	if (o->max_names > WLK_LIMIT_MAX_NAMES ||
 	    o->max_requests > WLK_LIMIT_MAX_REQUESTS ||
 	    o->max_name_len > WLK_LIMIT_MAX_NAME_LEN)
@@ -139,6 +135,7 @@ static int etcd_open(struct wlk_manager *pub, const char *origin,
 		return wlk__errno(rc);
 	}
 	m->ttl = lease_ttl();
+	m->detect = o->detect_deadlocks;
 	rc = wlk__etcd_lease_grant(&m->conn, m->ttl, &lease);
 	if (!rc) {
 		m->lease = lease;
@@ -181,9 +178,7 @@ static void etcd_close(struct wlk_manager *pub)
 		if (r->l && (!r->settled || !r->status)) {
 			struct wlk__etcd_lock *el = wlk__etcd_l(r->l);
 
-			free(el->key);
-			el->key = NULL;
-			el->key_len = 0;
+			wlk__etcd_forget_keys(el);
 		}
 	}
 	pthread_mutex_unlock(&pub->amu);

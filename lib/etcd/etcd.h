@@ -84,7 +84,12 @@ struct wlk__etcd_entry {
 	pid_t pid;
 	char *value;           /* NUL-terminated */
 	const char *client_id; /* in value */
-	bool held;             /* set by wlk__etcd_classify() */
+	unsigned int scope_n;  /* its scope's members (scope.c), or 0 */
+	bool clear;            /* set by wlk__etcd_classify(): clear on its
+				  name by the grant rule */
+	bool held;             /* and, for a scope's member, every member
+				  clear */
+	uint8_t mark;          /* scratch, for one walk (scope.c, steal.c) */
 };
 
 /* The entries of a range reply, and the revision it was read at. */
@@ -115,6 +120,7 @@ struct wlk__etcd_manager {
 	uint64_t lease;      /* [A] the current lease */
 	pthread_mutex_t lease_mu; /* one renewal at a time */
 	unsigned int ttl;    /* seconds */
+	bool detect;         /* detect_deadlocks (deadlock.c) */
 	uint64_t seq;        /* [A] the next request's number */
 	uint32_t events;     /* [A] futex: bumped by deletions in the bucket */
 	pthread_mutex_t lmu; /* guards locks */
@@ -138,11 +144,20 @@ struct wlk__etcd_manager {
 	struct wlk__etcd_watch w;
 };
 
+/* One key of a scope's request (scope.c): its name's prefix is the
+ * first len - KEY_TAIL bytes. */
+struct wlk__etcd_member {
+	char *key;
+	size_t len;
+};
+
 struct wlk__etcd_lock {
 	struct wlk_lock base;
 	struct cds_list_head link; /* in m->locks, under m->lmu */
-	char *key;
+	char *key;      /* a scope's: its first member's, mem[0].key */
 	size_t key_len;
+	struct wlk__etcd_member *mem; /* a scope's keys (base.n_scope), or
+					 NULL for a single name */
 	uint64_t lease;  /* the lease its key is on */
 	int64_t put_rev; /* [A] the revision its key was put at, or 0 */
 	uint32_t gone;  /* [A] its key was deleted by someone else */
@@ -199,7 +214,6 @@ int wlk__etcd_kvs_parse(struct json_object *range, const char *prefix,
 			size_t prefix_len, int64_t revision,
 			struct wlk__etcd_kvs *out) WLK_INTERNAL;
 void wlk__etcd_kvs_free(struct wlk__etcd_kvs *k) WLK_INTERNAL;
-void wlk__etcd_classify(struct wlk__etcd_kvs *k) WLK_INTERNAL;
 struct wlk__etcd_entry *wlk__etcd_kvs_find(struct wlk__etcd_kvs *k,
 					   const char *key,
 					   size_t len) WLK_INTERNAL;
@@ -213,6 +227,14 @@ struct json_object *wlk__etcd_cmp(const char *key, size_t len,
 int wlk__etcd_txn_reply(struct json_object *rep, const char *prefix,
 			size_t prefix_len, bool *succeeded,
 			struct wlk__etcd_kvs *kvs) WLK_INTERNAL;
+
+/* classify.c */
+void wlk__etcd_classify(struct wlk__etcd_kvs *k) WLK_INTERNAL;
+bool wlk__etcd_same_scope(const struct wlk__etcd_entry *a,
+			  const struct wlk__etcd_entry *b) WLK_INTERNAL;
+bool wlk__etcd_same_name(const struct wlk__etcd_entry *a,
+			 const struct wlk__etcd_entry *b,
+			 size_t p) WLK_INTERNAL;
 
 /* bucket.c */
 int wlk__etcd_bucket_join(struct wlk__etcd_manager *m, uint32_t max_name_len,
@@ -241,8 +263,8 @@ int wlk__etcd_lease_renew(struct wlk__etcd_manager *m,
 			  uint64_t old) WLK_INTERNAL;
 
 /* txn.c: a request's transactions */
-/* "<m> <pid> <clientId>" */
-#define WLK_ETCD_VALUE_MAX (2 + 11 + 1 + WLK_CLIENT_ID_MAX + 1)
+/* "<m>[<members>] <pid> <clientId>" (scope.c: the members of a scope) */
+#define WLK_ETCD_VALUE_MAX (2 + 2 + 11 + 1 + WLK_CLIENT_ID_MAX + 1)
 struct wlk__etcd_req {
 	struct wlk__etcd_manager *m;
 	struct wlk__etcd_lock *l;
@@ -252,6 +274,9 @@ struct wlk__etcd_req {
 	uint64_t lease;
 };
 struct json_object *wlk__etcd_op_put(struct wlk__etcd_req *r) WLK_INTERNAL;
+struct json_object *wlk__etcd_op_put_key(struct wlk__etcd_req *r,
+					 const char *key,
+					 size_t len) WLK_INTERNAL;
 struct json_object *wlk__etcd_op_delete(const char *key,
 					size_t len) WLK_INTERNAL;
 struct json_object *wlk__etcd_list(struct json_object *a,
@@ -271,9 +296,39 @@ int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 bool wlk__etcd_deleted_by_us(struct wlk__etcd_manager *m,
 			     struct wlk__etcd_lock *l) WLK_INTERNAL;
 
+/* scope.c: a request's keys, one per name (a single name's is one) */
+static inline unsigned int wlk__etcd_nkeys(const struct wlk__etcd_lock *l)
+{
+	return l->mem ? l->base.n_scope : 1;
+}
+
+static inline const char *wlk__etcd_key(const struct wlk__etcd_lock *l,
+					unsigned int i, size_t *len)
+{
+	*len = l->mem ? l->mem[i].len : l->key_len;
+	return l->mem ? l->mem[i].key : l->key;
+}
+
+int wlk__etcd_scope_keys(struct wlk__etcd_manager *m,
+			 struct wlk__etcd_lock *l, const char *tail,
+			 size_t tail_len) WLK_INTERNAL;
+void wlk__etcd_forget_keys(struct wlk__etcd_lock *l) WLK_INTERNAL;
+int wlk__etcd_add_puts(struct json_object *ops,
+		       struct wlk__etcd_req *r) WLK_INTERNAL;
+int wlk__etcd_add_ranges(struct json_object *ops,
+			 const struct wlk__etcd_lock *l) WLK_INTERNAL;
+int wlk__etcd_read(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+		   struct wlk__etcd_kvs *out) WLK_INTERNAL;
+bool wlk__etcd_on_names(const struct wlk__etcd_lock *l,
+			const struct wlk__etcd_entry *e) WLK_INTERNAL;
+
 /* atonce.c */
 int wlk__etcd_if_available(struct wlk__etcd_req *r, bool *held) WLK_INTERNAL;
+/* steal.c */
 int wlk__etcd_steal(struct wlk__etcd_req *r, bool *held) WLK_INTERNAL;
+/* deadlock.c */
+int wlk__etcd_put_checked(struct wlk__etcd_req *r,
+			  struct wlk__etcd_kvs *k) WLK_INTERNAL;
 
 /* acquire.c */
 int wlk__etcd_acquire(struct wlk_manager *m, struct wlk_lock *l,

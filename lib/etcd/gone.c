@@ -24,8 +24,9 @@ static size_t name_part(const char *key, size_t len)
 }
 
 /*
- * wlk__etcd_mark_gone() - mark gone every lock whose key is @key (or
- * every lock, for NULL), except those we are releasing. Return: whether
+ * wlk__etcd_mark_gone() - mark gone every lock whose key (one of whose
+ * keys) is @key (or every lock, for NULL), except those we are
+ * releasing. Return: whether
  * a request or lock of @m is on @key's name (its waiters should look).
  */
 bool wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
@@ -37,14 +38,22 @@ bool wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
 
 	pthread_mutex_lock(&m->lmu);
 	cds_list_for_each_entry(l, &m->locks, link) {
-		near |= key && l->key_len > np && !memcmp(l->key, key, np) &&
-			name_part(l->key, l->key_len) == np;
-		if (l->releasing)
-			continue;
-		if (!key || (l->key_len == len && !memcmp(l->key, key, len))) {
-			uatomic_set(&l->gone, 1);
-			any = true;
+		bool hit = !key;
+
+		/* A scope's lock is lost with any of its keys (they go
+		 * together: scope.c). */
+		for (unsigned int i = 0; key && i < wlk__etcd_nkeys(l); i++) {
+			size_t kl;
+			const char *k = wlk__etcd_key(l, i, &kl);
+
+			near |= kl > np && !memcmp(k, key, np) &&
+				name_part(k, kl) == np;
+			hit |= kl == len && !memcmp(k, key, len);
 		}
+		if (l->releasing || !hit)
+			continue;
+		uatomic_set(&l->gone, 1);
+		any = true;
 	}
 	pthread_mutex_unlock(&m->lmu);
 	if (any) /* a watched lock's stolen callback */

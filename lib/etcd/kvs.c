@@ -3,9 +3,8 @@
  * kvs.c - the entries of a bucket or a name as a range reply gives them:
  * parsed with every field checked (a reply is untrusted input: a key
  * outside the prefix, a malformed value or revision is -EPROTO, never a
- * crash), ordered by (name, class, create_revision) and classified held
- * or pending by the derived rule (etcd.h). And the JSON pieces that
- * requests are built of: a range op, a compare.
+ * crash; classify.c orders and classifies them). And the JSON pieces
+ * that requests are built of: a range op, a compare.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,8 +15,9 @@
 /* The tail of an entry's key after its name's '/' (etcd.h). */
 #define ID_DIGITS LEASE_DIGITS
 #define TAIL_LEN KEY_TAIL
-/* Longest decimal pid in a value. */
+/* Longest decimal pid in a value, and scope count (WLK_SCOPE_MAX). */
 #define PID_DIGITS 10
+#define SCOPE_DIGITS 2
 
 static bool hex_digits(const char *s, size_t n)
 {
@@ -55,22 +55,31 @@ static int parse_key(struct wlk__etcd_entry *e, const char *prefix,
 	return 0;
 }
 
-/* "<m> <pid> <clientId>", agreeing with the key's mode; 0 or -EPROTO. */
+/* "<m>[<n>] <pid> <clientId>", agreeing with the key's mode; n, from 2 to
+ * WLK_SCOPE_MAX, is a scope's count of members (scope.c). 0 or -EPROTO. */
 static int parse_value(struct wlk__etcd_entry *e, size_t len)
 {
 	const char *v = e->value;
-	size_t i = 2;
+	size_t i = 1, p0;
+	unsigned int n = 0;
 	long pid = 0;
 
-	if (len < 4 || v[0] != (e->mode == WLK_EXCLUSIVE ? 'x' : 's') ||
-	    v[1] != ' ')
+	if (len < 4 || v[0] != (e->mode == WLK_EXCLUSIVE ? 'x' : 's'))
 		return -EPROTO;
+	for (; i < len && i <= SCOPE_DIGITS && v[i] >= '0' && v[i] <= '9';
+	     i++)
+		n = n * 10 + (unsigned int)(v[i] - '0');
+	if ((i > 1 && (n < 2 || n > WLK_SCOPE_MAX)) || i >= len ||
+	    v[i] != ' ')
+		return -EPROTO;
+	e->scope_n = n;
+	p0 = ++i;
 	for (; i < len && v[i] >= '0' && v[i] <= '9'; i++) {
-		if (i - 2 >= PID_DIGITS)
+		if (i - p0 >= PID_DIGITS)
 			return -EPROTO;
 		pid = pid * 10 + (v[i] - '0');
 	}
-	if (i == 2 || i >= len || v[i] != ' ' || pid > INT32_MAX)
+	if (i == p0 || i >= len || v[i] != ' ' || pid > INT32_MAX)
 		return -EPROTO;
 	e->pid = (pid_t)pid;
 	e->client_id = v + i + 1;
@@ -159,56 +168,6 @@ int wlk__etcd_kvs_parse(struct json_object *range, const char *prefix,
 	}
 	*out = k;
 	return 0;
-}
-
-static int entry_cmp(const void *a, const void *b, void *arg)
-{
-	const struct wlk__etcd_entry *x = a, *y = b;
-	size_t p = *(const size_t *)arg, n = x->name_len < y->name_len ?
-						x->name_len : y->name_len;
-	int c = memcmp(x->key + p, y->key + p, n);
-
-	if (c)
-		return c;
-	if (x->name_len != y->name_len)
-		return x->name_len < y->name_len ? -1 : 1;
-	if (x->cls != y->cls)
-		return x->cls - y->cls;
-	if (x->create_rev != y->create_rev)
-		return x->create_rev < y->create_rev ? -1 : 1;
-	return strcmp(x->key, y->key);
-}
-
-static bool same_name(const struct wlk__etcd_entry *a,
-		      const struct wlk__etcd_entry *b, size_t p)
-{
-	return a->name_len == b->name_len &&
-	       !memcmp(a->key + p, b->key + p, a->name_len);
-}
-
-/*
- * wlk__etcd_classify() - order @k's entries by (name, class, creation)
- * and mark each held or pending: exclusive and first of its name, or
- * shared with no exclusive entry before it.
- */
-void wlk__etcd_classify(struct wlk__etcd_kvs *k)
-{
-	bool first = true, excl = false;
-
-	if (k->n > 1) /* an empty range has no array to sort */
-		qsort_r(k->e, k->n, sizeof(*k->e), entry_cmp,
-			&k->prefix_len);
-	for (size_t i = 0; i < k->n; i++) {
-		struct wlk__etcd_entry *e = &k->e[i];
-
-		if (i && !same_name(e, e - 1, k->prefix_len)) {
-			first = true;
-			excl = false;
-		}
-		e->held = e->mode == WLK_EXCLUSIVE ? first : !excl;
-		excl |= e->mode == WLK_EXCLUSIVE;
-		first = false;
-	}
 }
 
 struct wlk__etcd_entry *wlk__etcd_kvs_find(struct wlk__etcd_kvs *k,
@@ -305,17 +264,38 @@ int wlk__etcd_range(struct wlk__etcd_manager *m, const char *key, size_t len,
 	return rc;
 }
 
+/* Append @b's entries to @a (@b emptied): 0 or -ENOMEM. */
+static int kvs_append(struct wlk__etcd_kvs *a, struct wlk__etcd_kvs *b)
+{
+	struct wlk__etcd_entry *e;
+
+	if (!b->n)
+		return 0;
+	e = realloc(a->e, (a->n + b->n) * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	memcpy(e + a->n, b->e, b->n * sizeof(*e));
+	a->e = e;
+	a->n += b->n;
+	free(b->e);
+	b->e = NULL;
+	b->n = 0;
+	return 0;
+}
+
 /*
  * wlk__etcd_txn_reply() - whether a TxnResponse @rep succeeded, and the
- * entries of its last range response into @kvs (if not NULL), at the
- * transaction's revision. 0, or -EPROTO (no range response when @kvs
- * asks for one), -ENOMEM.
+ * entries of its range responses, all of them (a scope's Txn ranges each
+ * of its names), into @kvs (if not NULL), at the transaction's revision.
+ * 0, or -EPROTO (no range response when @kvs asks for one), -ENOMEM.
  */
 int wlk__etcd_txn_reply(struct json_object *rep, const char *prefix,
 			size_t prefix_len, bool *succeeded,
 			struct wlk__etcd_kvs *kvs)
 {
-	struct json_object *s, *rs, *range = NULL;
+	struct wlk__etcd_kvs all = { .prefix_len = prefix_len };
+	struct json_object *s, *rs;
+	bool any = false;
 	int64_t rev;
 	int rc = header_revision(rep, &rev);
 
@@ -328,14 +308,26 @@ int wlk__etcd_txn_reply(struct json_object *rep, const char *prefix,
 	if (!json_object_object_get_ex(rep, "responses", &rs) ||
 	    !json_object_is_type(rs, json_type_array))
 		return -EPROTO;
-	for (size_t i = 0; i < json_object_array_length(rs); i++) {
+	all.revision = rev;
+	for (size_t i = 0; !rc && i < json_object_array_length(rs); i++) {
 		struct json_object *r = json_object_array_get_idx(rs, i), *x;
+		struct wlk__etcd_kvs one = { 0 };
 
-		if (json_object_is_type(r, json_type_object) &&
-		    json_object_object_get_ex(r, "response_range", &x))
-			range = x;
+		if (!json_object_is_type(r, json_type_object) ||
+		    !json_object_object_get_ex(r, "response_range", &x))
+			continue;
+		any = true;
+		rc = wlk__etcd_kvs_parse(x, prefix, prefix_len, rev, &one);
+		if (!rc)
+			rc = kvs_append(&all, &one);
+		wlk__etcd_kvs_free(&one);
 	}
-	if (!range)
-		return -EPROTO;
-	return wlk__etcd_kvs_parse(range, prefix, prefix_len, rev, kvs);
+	if (!rc && !any)
+		rc = -EPROTO;
+	if (rc) {
+		wlk__etcd_kvs_free(&all);
+		return rc;
+	}
+	*kvs = all;
+	return 0;
 }

@@ -61,6 +61,9 @@ static int build(const struct wlk__etcd_kvs *k, struct snap *s)
 		t += cl;
 		li->mode = e->mode;
 		li->pid = e->pid;
+		/* A scope's members share their creation (scope.c), and no
+		 * other request was created at it. */
+		li->scope = e->scope_n ? (uint64_t)e->create_rev : 0;
 	}
 	return 0;
 }
@@ -88,11 +91,36 @@ int wlk__etcd_query(struct wlk_manager *pub, struct wlk_snapshot **out)
 	return 0;
 }
 
+/* Whether a scope of @k has members missing, or not of one Txn (its keys
+ * come and go together: scope.c). Quadratic in the scopes' members. */
+static bool torn_scope(const struct wlk__etcd_kvs *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		const struct wlk__etcd_entry *e = &k->e[i];
+		unsigned int n = 0;
+
+		for (size_t j = 0; e->scope_n && j < k->n; j++) {
+			const struct wlk__etcd_entry *f = &k->e[j];
+
+			if (!wlk__etcd_same_scope(e, f))
+				continue;
+			if (f->scope_n != e->scope_n ||
+			    f->create_rev != e->create_rev)
+				return true;
+			n++;
+		}
+		if (n != e->scope_n)
+			return true;
+	}
+	return false;
+}
+
 /*
  * wlk__etcd_validate() - what can be wrong with a bucket on etcd is a key
  * or a value under its prefix that no manager wrote (parse_key() and
- * parse_value() refuse them); the grant rule itself holds by construction
- * (nobody grants: held-ness is computed from the entries).
+ * parse_value() refuse them), or a scope in part; the grant rule itself
+ * holds by construction (nobody grants: held-ness is computed from the
+ * entries).
  */
 int wlk__etcd_validate(struct wlk_manager *pub, wlk_violation_cb cb,
 		       void *arg)
@@ -107,6 +135,13 @@ int wlk__etcd_validate(struct wlk_manager *pub, wlk_violation_cb cb,
 			   "an entry of this library",
 			   arg);
 		return WLK_ECORRUPT;
+	}
+	if (!rc && torn_scope(&k)) {
+		if (cb)
+			cb("a scope's entries are not all under the bucket's "
+			   "prefix, or not of one transaction",
+			   arg);
+		rc = WLK_ECORRUPT;
 	}
 	wlk__etcd_kvs_free(&k);
 	return rc;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * txn.c - the pieces a request's transactions are built of (acquire.c,
- * atonce.c): a put of the request's entry on its lease, a delete, a Txn
- * and its reply, and the reading of a grant from a name's entries.
+ * atonce.c, steal.c, scope.c): a put of the request's entry on its lease,
+ * a delete (a scope's: all of its keys in one Txn), a Txn and its reply,
+ * and the reading of a grant from its names' entries.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,7 +13,9 @@
 
 #include "etcd.h"
 
-struct json_object *wlk__etcd_op_put(struct wlk__etcd_req *r)
+/* The put of @r's entry under @key (one of its keys: etcd.h). */
+struct json_object *wlk__etcd_op_put_key(struct wlk__etcd_req *r,
+					 const char *key, size_t len)
 {
 	struct json_object *op = json_object_new_object();
 	struct json_object *p = json_object_new_object();
@@ -24,14 +27,18 @@ struct json_object *wlk__etcd_op_put(struct wlk__etcd_req *r)
 		free(v);
 		return NULL;
 	}
-	json_object_object_add(p, "key", wlk__etcd_jkey(r->l->key,
-							r->l->key_len));
+	json_object_object_add(p, "key", wlk__etcd_jkey(key, len));
 	json_object_object_add(p, "value", json_object_new_string(v));
 	json_object_object_add(p, "lease", wlk__etcd_jstr_int(
 						   (int64_t)r->lease));
 	json_object_object_add(op, "request_put", p);
 	free(v);
 	return op;
+}
+
+struct json_object *wlk__etcd_op_put(struct wlk__etcd_req *r)
+{
+	return wlk__etcd_op_put_key(r, r->l->key, r->l->key_len);
 }
 
 struct json_object *wlk__etcd_op_delete(const char *key, size_t len)
@@ -97,16 +104,81 @@ struct json_object *wlk__etcd_list(struct json_object *a,
 	return l;
 }
 
-/* Delete @l's key, whatever state it is in (a release, an abort, a
- * timeout), and say in *@deleted (if not NULL) whether it was there.
- * After an error the lease mends it: the key goes with it. */
+/* The "deleted" of each response of a TxnResponse @rep, summed. */
+static int deleted_sum(struct json_object *rep, int64_t *sum)
+{
+	struct json_object *rs;
+
+	*sum = 0;
+	if (!json_object_object_get_ex(rep, "responses", &rs) ||
+	    !json_object_is_type(rs, json_type_array))
+		return -EPROTO;
+	for (size_t i = 0; i < json_object_array_length(rs); i++) {
+		struct json_object *r = json_object_array_get_idx(rs, i), *d;
+		int64_t n = 0;
+
+		if (!json_object_is_type(r, json_type_object) ||
+		    !json_object_object_get_ex(r, "response_delete_range",
+					       &d))
+			return -EPROTO;
+		if (wlk__etcd_int64(d, "deleted", &n)) /* absent: 0 */
+			return -EPROTO;
+		*sum += n;
+	}
+	return 0;
+}
+
+/* Delete every key of @l's scope in one Txn; how many were there in
+ * *@deleted (if not NULL): all or none, since a scope's keys come and go
+ * together. */
+static int scope_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+			int64_t *deleted)
+{
+	struct json_object *t = json_object_new_object(), *rep;
+	struct json_object *ops = json_object_new_array();
+	int64_t n = 0;
+	int rc = t && ops ? 0 : -ENOMEM;
+
+	for (uint32_t i = 0; !rc && i < l->base.n_scope; i++) {
+		struct json_object *op = wlk__etcd_op_delete(l->mem[i].key,
+							     l->mem[i].len);
+
+		if (!op || json_object_array_add(ops, op)) {
+			json_object_put(op);
+			rc = -ENOMEM;
+		}
+	}
+	if (rc) {
+		json_object_put(t);
+		json_object_put(ops);
+		return rc;
+	}
+	json_object_object_add(t, "success", ops);
+	rc = wlk__etcd_call(&m->conn, "/v3/kv/txn", t, &rep);
+	json_object_put(t);
+	if (rc)
+		return rc;
+	rc = deleted_sum(rep, &n);
+	json_object_put(rep);
+	if (!rc && deleted)
+		*deleted = n;
+	return rc;
+}
+
+/* Delete @l's key (a scope's keys: one Txn), whatever state it is in (a
+ * release, an abort, a timeout), and say in *@deleted (if not NULL)
+ * whether it was there. After an error the lease mends it: the key goes
+ * with it. */
 int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 		     int64_t *deleted)
 {
-	struct json_object *d = json_object_new_object(), *rep;
+	struct json_object *d, *rep;
 	int64_t n = 0;
 	int rc;
 
+	if (l->mem)
+		return scope_delete(m, l, deleted);
+	d = json_object_new_object();
 	if (!d)
 		return -ENOMEM;
 	json_object_object_add(d, "key", wlk__etcd_jkey(l->key, l->key_len));
@@ -122,31 +194,52 @@ int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 }
 
 /*
- * wlk__etcd_grant_of() - whether @l's entry is held in @k (classified):
- * then its token is the revision of @k. An entry that is gone while its
+ * wlk__etcd_grant_of() - whether @l's entry (a scope's entries, all of
+ * them) is held in @k (classified, with every name of @l): then its token
+ * is the revision of @k, on each name. An entry that is gone while its
  * lease is not was held, and stolen, before this read (a steal deletes
  * holders only): a grant, stolen already, whose token is the entry's
  * creation (below the stealer's, and so refused by a fenced resource).
- * Gone with its lease: WLK_EABORTED.
+ * Gone with its lease: WLK_EABORTED. Part of a scope: -EPROTO (its keys
+ * come and go in one revision).
  */
 int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 		       struct wlk__etcd_kvs *k, bool *held)
 {
-	struct wlk__etcd_entry *e = wlk__etcd_kvs_find(k, l->key, l->key_len);
-	int64_t put = uatomic_read(&l->put_rev);
+	int64_t put = uatomic_read(&l->put_rev), created = 0;
+	unsigned int n = wlk__etcd_nkeys(l), found = 0;
+	uint64_t token;
+	bool all = true;
 
-	if (!e) {
+	for (unsigned int i = 0; i < n; i++) {
+		size_t len;
+		const char *key = wlk__etcd_key(l, i, &len);
+		struct wlk__etcd_entry *e = wlk__etcd_kvs_find(k, key, len);
+
+		if (!e)
+			continue;
+		found++;
+		all &= e->held;
+		created = e->create_rev;
+	}
+	if (found && found != n)
+		return -EPROTO;
+	if (!found) {
 		if (!put || l->lease != uatomic_read(&m->lease))
 			return WLK_EABORTED;
 		uatomic_set(&l->gone, 1);
-		l->base.token = (uint64_t)put;
+		token = (uint64_t)put;
 		*held = true;
-		return 0;
+	} else {
+		uatomic_set(&l->put_rev, created);
+		*held = all;
+		token = (uint64_t)k->revision;
 	}
-	uatomic_set(&l->put_rev, e->create_rev);
-	*held = e->held;
-	if (e->held)
-		l->base.token = (uint64_t)k->revision;
+	if (*held) {
+		l->base.token = token;
+		for (uint32_t i = 0; l->base.scope && i < l->base.n_scope; i++)
+			l->base.scope[i].token = token;
+	}
 	return 0;
 }
 

@@ -6,8 +6,10 @@
 # tests/multiproc/multiproc with WEBLOCKS_BACKEND naming it (the tests
 # skip, with the reason, what only the shared-memory engine has), then
 # the etcd fault tests (tests/etcd/faults: a leader killed while requests
-# wait, a lease that expires, a member restarted, a release resent after
-# its reply was lost) and a short torture run
+# wait, a lease that expires, with single names and with scopes held and
+# queued, a member restarted, a release resent after its reply was lost,
+# a release after its lease ended unseen, two detect_deadlocks requests
+# closing one cycle at once) and a short torture run
 # (tests/torture), and stop the members by their pids. Ends with "N
 # passed, N failed", which tests/run.sh adds to its totals; in a
 # sanitized build, each program's log with a sanitizer report counts as
@@ -104,9 +106,10 @@ run faults "$build/tests/etcd/faults" -j1
 
 # The torture (tests/torture.c: its invariant checker, workers SIGKILLed)
 # on etcd: kills 200 ms apart at most, since a worker needs round trips
-# to the cluster to get anywhere; one test, by its exit status.
+# to the cluster to get anywhere; a fifth of the requests scopes (its
+# default); one test, by its exit status.
 log=$build/etcd-torture.log
-if timeout -k 10 300 "$build/tests/torture" -p 6 -n 3 -k 60 -g 200 -S 0 \
+if timeout -k 10 300 "$build/tests/torture" -p 6 -n 3 -k 60 -g 200 \
 	-t 120 >"$log" 2>&1; then
 	passed=$((passed + 1))
 else

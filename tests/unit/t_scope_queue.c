@@ -244,6 +244,35 @@ Test(scope_queue, steal_takes_every_name_from_whole_scopes, T_FIX,
 	t_assert_valid(a, NULL);
 }
 
+/* A steal takes a name from its holders only: a shared scope waiting
+ * there, clear on it but waiting for another name, stays queued, now
+ * behind the stealer, even once its other name is free. */
+Test(scope_queue, a_steal_leaves_a_waiting_scope_waiting_behind_it, T_FIX,
+     .timeout = 10)
+{
+	struct wlk_manager *a = t_open(), *b = t_open(), *c = t_open();
+	struct wlk_name ab[] = {N("a"), N("b")};
+	struct wlk_lock *la = NULL, *lb = NULL, *ls = NULL;
+	struct rec s = {0};
+
+	T_ASSERT_RC(wlk_acquire(a, "a", 1, &sh, &la), 0);
+	T_ASSERT_RC(wlk_acquire(c, "b", 1, NULL, &lb), 0);
+	rec_scope(b, ab, 2, &sh, &s); /* clear on "a", waits for "b" */
+	T_ASSERT_RC(wlk_acquire(c, "a", 1, &steal, &ls), 0);
+	cr_assert(t_stolen(la));
+	cr_assert_eq(t_pending_n(b, NULL, 0), 2, "the waiting scope went");
+	T_ASSERT_RC(wlk_release(lb), 0);
+	cr_assert_eq(t_pending_n(b, NULL, 0), 2, "granted past the stealer");
+	cr_assert_eq(t_held_n(b, NULL, 0), 1);
+	cr_assert_not(rec_now(b, &s));
+	T_ASSERT_RC(wlk_release(ls), 0);
+	rec_wait(b, &s, 0);
+	cr_assert_eq(t_held_n(b, NULL, 0), 2);
+	rec_release(&s);
+	T_ASSERT_RC(wlk_release(la), WLK_ESTOLEN);
+	t_assert_valid(b, NULL);
+}
+
 /* A single-name steal of one name of a held scope steals the whole
  * scope: its other names are granted to whoever waits there. */
 Test(scope_queue, a_single_steal_takes_the_whole_scope, T_FIX, .timeout = 10)

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proxy.c - the tests' stand-in for the cluster's first member (proxy.h):
+ * a thread accepts, and a thread per connection pumps bytes both ways,
+ * looking at what a request asks for (its request line, its put's lease).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proxy.h"
+
+/* A proxied connection's reads. */
+#define CHUNK 65536
+
+struct pipe2 {
+	struct proxy *p;
+	int c, u; /* client, upstream */
+};
+
+static bool has(const char *b, size_t n, const char *s)
+{
+	return memmem(b, n, s, strlen(s)) != NULL;
+}
+
+/* The lease of a put in a request's bytes ("lease":"<decimal>"). */
+static void note_lease(struct proxy *p, const char *b, size_t n)
+{
+	static const char tag[] = "\"lease\":\"";
+	const char *at = memmem(b, n, tag, strlen(tag));
+	long long v = 0;
+
+	if (!at)
+		return;
+	for (at += strlen(tag); at < b + n && *at >= '0' && *at <= '9'; at++)
+		v = v * 10 + (*at - '0');
+	if (at < b + n && *at == '"' && v > 0)
+		atomic_store(&p->lease, v);
+}
+
+/* Hold this Txn back if armed, until the test lets it go (bounded). */
+static void hold(struct proxy *p)
+{
+	int one = 1;
+
+	if (!atomic_compare_exchange_strong(&p->hold_armed, &one, 0))
+		return;
+	atomic_store(&p->holding, 1);
+	for (int i = 0; i < T_WAIT_MS && !atomic_load(&p->let_go); i++)
+		t_nap_ms(1);
+}
+
+/* Pump one connection until either side closes. */
+static void *pump(void *arg)
+{
+	struct pipe2 *x = arg;
+	struct proxy *p = x->p;
+	char *buf = malloc(CHUNK);
+	bool watch = false, dropping = false;
+
+	while (buf) {
+		struct pollfd f[2] = { { x->c, POLLIN, 0 },
+				       { x->u, POLLIN, 0 } };
+		ssize_t n;
+
+		if (poll(f, 2, -1) < 0)
+			break;
+		if (f[0].revents) {
+			n = read(x->c, buf, CHUNK);
+			if (n <= 0)
+				break;
+			watch |= has(buf, (size_t)n, "/v3/watch");
+			note_lease(p, buf, (size_t)n);
+			if (has(buf, (size_t)n, "/v3/kv/txn"))
+				hold(p);
+			if (has(buf, (size_t)n, "/v3/kv/deleterange")) {
+				int one = 1;
+
+				dropping |= atomic_compare_exchange_strong(
+					&p->drop_armed, &one, 0);
+			}
+			if (t_put(x->u, buf, (size_t)n))
+				break;
+		}
+		if (f[1].revents) {
+			n = read(x->u, buf, CHUNK);
+			if (n <= 0)
+				break;
+			if (dropping) {
+				/* The delete applied; its reply is lost. */
+				atomic_fetch_add(&p->dropped, 1);
+				break;
+			}
+			if (watch && atomic_load(&p->mute_watch))
+				continue;
+			if (t_put(x->c, buf, (size_t)n))
+				break;
+		}
+	}
+	close(x->c);
+	close(x->u);
+	free(buf);
+	free(x);
+	return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+	struct proxy *p = arg;
+	int c;
+
+	while ((c = accept(p->fd, NULL, NULL)) >= 0) {
+		struct pipe2 *x = malloc(sizeof(*x));
+		pthread_t t;
+
+		if (!x) {
+			close(c);
+			continue;
+		}
+		x->p = p;
+		x->c = c;
+		x->u = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (x->u < 0 || connect(x->u, (struct sockaddr *)&p->up,
+					sizeof(p->up)) ||
+		    pthread_create(&t, NULL, pump, x)) {
+			close(c);
+			if (x->u >= 0)
+				close(x->u);
+			free(x);
+			continue;
+		}
+		pthread_detach(t);
+	}
+	return NULL;
+}
+
+void proxy_start(struct proxy *p)
+{
+	const char *b = getenv("WEBLOCKS_BACKEND");
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int port;
+
+	cr_assert(b && sscanf(b, "etcd://127.0.0.1:%d", &port) == 1,
+		  "not run by tests/etcd/check.sh");
+	memset(p, 0, sizeof(*p));
+	p->up = a;
+	p->up.sin_port = htons((uint16_t)port);
+	p->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(p->fd, 0);
+	cr_assert_eq(bind(p->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(p->fd, 16), 0);
+	cr_assert_eq(getsockname(p->fd, (struct sockaddr *)&a, &len), 0);
+	snprintf(p->backend, sizeof(p->backend), "etcd://127.0.0.1:%d,%s",
+		 ntohs(a.sin_port), b + strlen("etcd://"));
+	cr_assert_eq(pthread_create(&p->t, NULL, accept_main, p), 0);
+}
+
+void proxy_stop(struct proxy *p)
+{
+	shutdown(p->fd, SHUT_RDWR);
+	close(p->fd);
+	pthread_join(p->t, NULL);
+}
+
+struct wlk_manager *proxy_open(struct proxy *p, bool detect_deadlocks)
+{
+	struct wlk_manager_options o = { .size = sizeof(o),
+					 .backend = p->backend,
+					 .detect_deadlocks = detect_deadlocks };
+	struct wlk_manager *m = NULL;
+
+	T_ASSERT_RC(wlk_manager_open(t_origin, &o, &m), 0);
+	return m;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proxy.h - a proxy in a test that stands for the cluster's first member
+ * (tests/etcd/proxy.c): it forwards bytes both ways, and on request
+ * drops a delete's reply, mutes watch streams, or holds a Txn back.
+ */
+#ifndef WLK_TESTS_ETCD_PROXY_H
+#define WLK_TESTS_ETCD_PROXY_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "../common.h"
+
+struct proxy {
+	int fd;                  /* listening */
+	struct sockaddr_in up;   /* the member it stands for */
+	atomic_int drop_armed;   /* drop the next delete's reply */
+	atomic_int dropped;      /* replies dropped */
+	atomic_int mute_watch;   /* discard what watch streams carry */
+	atomic_llong lease;      /* the last lease a put named, or 0 */
+	atomic_int hold_armed;   /* hold the next Txn back ... */
+	atomic_int holding;      /* ... which it now does ... */
+	atomic_int let_go;       /* ... until this is set */
+	pthread_t t;
+	char backend[512];       /* the proxy, then the real members */
+};
+
+/* A proxy for the first member of WEBLOCKS_BACKEND; p->backend names it
+ * first, then the members. */
+void proxy_start(struct proxy *p);
+/* Stop accepting; the pumps end with their connections. */
+void proxy_stop(struct proxy *p);
+/* A manager through the proxy, with @detect_deadlocks; closed by the
+ * test (before the proxy stops), not by the fixture. */
+struct wlk_manager *proxy_open(struct proxy *p, bool detect_deadlocks);
+
+#endif /* WLK_TESTS_ETCD_PROXY_H */
