@@ -8,11 +8,11 @@ import itertools
 import os
 import select
 import threading
-from ctypes import byref, c_size_t, c_void_p, string_at
+from ctypes import byref, c_void_p, string_at
 from dataclasses import dataclass
 from time import perf_counter as _perf_counter
-from typing import (Any, Awaitable, Callable, Dict, List, Optional, Tuple,
-                    Union)
+from typing import (TYPE_CHECKING, Any, Awaitable, Callable, Dict, List,
+                    Optional, Tuple, Union)
 
 from . import _lib
 from .abort import AbortSignal, as_exception
@@ -136,17 +136,25 @@ class Lock:
             if rc:
                 raise from_code(rc, f"release of {self.name!r}")
 
-    def __del__(self) -> None:
-        # A lock dropped without its request's exit (an abandoned
-        # generator, say) is released, not leaked.
-        if getattr(self, "_ptr", None) and _lib._lib is not None:
-            _lib._lib.wlk_release(self._ptr)
-
     def __repr__(self) -> str:
         state = "stolen" if self.stolen else ("held" if self._ptr else
                                               "released")
         return (f"<Lock {self.name!r} {self.mode} token={self.token} "
                 f"{state}>")
+
+
+class _HandleLock(Lock):
+    """The Lock of a request with options: a handle of the library's, which
+    its finalizer releases. (Lock itself has no finalizer: the plain
+    request, a Lock too, keeps its handle in a _Call, which has one.)"""
+
+    __slots__ = ()
+
+    def __del__(self) -> None:
+        # A lock dropped without its request's exit (an abandoned
+        # generator, say) is released, not leaked.
+        if getattr(self, "_ptr", None) and _lib._lib is not None:
+            _lib._lib.wlk_release(self._ptr)
 
 
 class _Pending:
@@ -225,7 +233,7 @@ class _Options:
 
     __slots__ = ("name", "raw", "raw_len", "mode", "mode_name",
                  "if_available", "steal", "signal", "timeout", "c", "probe",
-                 "m_arg", "len_arg", "outs")
+                 "m", "calls")
 
     def __init__(self, name: Any, mode: Any, if_available: Any, steal: Any,
                  signal: Any, timeout: Any) -> None:
@@ -277,14 +285,15 @@ _OPTIONS_SIZE = _lib.ctypes.sizeof(_lib.Options)
 # Read-only options of the if_available probes, one per mode.
 _PROBES = {mode: _lib.Options(_OPTIONS_SIZE, mode, True, False, None, 0)
            for mode in _MODE_NAMES}
+# The address of the exclusive probe's options (module-lifetime).
+_PROBE_EXCLUSIVE = _lib.ctypes.addressof(_PROBES[_lib.EXCLUSIVE])
 _MAIN_THREAD = threading.main_thread().ident
 _get_ident = threading.get_ident
-# The two calls of the uncontended path without argument conversion
-# (_lib.unchecked), bound when the first manager opens (the library is
-# loaded by then), and the exclusive probe's options as their argument.
-_acquire_now: Any = None
-_release_now: Any = None
-_PROBE_EXCLUSIVE = byref(_PROBES[_lib.EXCLUSIVE])
+# The two calls of the uncontended path, wlk_call_acquire() and
+# wlk_call_release() without argument conversion (_lib.unchecked), bound
+# when the first manager opens (the library is loaded by then).
+_call_acquire: Any = None
+_call_release: Any = None
 
 
 class LockRequest:
@@ -346,26 +355,46 @@ class _Request(LockRequest):
                 raise
 
 
+class _Call:
+    """One struct wlk_call of a plain request's name (the manager, the
+    name, the exclusive if_available probe's options) and its byref, the
+    one argument of both C calls. Kept in the name's pool (its options'
+    ``calls``) between requests; a request takes one for as long as it
+    holds the lock, so threads never share one.
+
+    A request entered and dropped without its exit drops its _Call with
+    the lock in it: the finalizer releases it, so that it is not leaked
+    (a _Call in a pool holds no lock)."""
+
+    __slots__ = ("c", "ref")
+
+    def __init__(self, o: _Options) -> None:
+        self.c = _lib.Call(o.m, o.raw, o.raw_len, _PROBE_EXCLUSIVE, None)
+        self.ref = byref(self.c)
+
+    def __del__(self) -> None:
+        release = _call_release
+        if release is not None and self.c.lock:
+            release(self.ref)
+
+
 class _PlainRequest(Lock, LockRequest):
     """``locks.request(name)``: a str name, no callback, no options.
 
     The request is also the Lock it gives, so that the uncontended
     with-block makes one object (without Lock's __init__:
-    LockManager.request sets its slots) and two C calls: an if_available probe (the spec's checks
+    LockManager.request sets its slots) and two C calls of one argument
+    each on a kept block (_Call): an if_available probe (the spec's checks
     answer it as they would the request) and the release. A probe that
     misses goes on to wait as any request does.
 
-    Lock's ``_ptr`` is False until entered, then the lock as a c_void_p
-    (the unchecked release must not be given an int), None once released
-    or if the request failed. ``_out`` is that c_void_p with its byref,
-    which wlk_acquire wrote into: taken from the options' ``outs`` and put
-    back there after the release, so that a with-block allocates neither
-    (each request has its own while it holds the lock, so threads cannot
-    mix them up). Lock's ``name`` and ``mode`` come from the options,
-    kept per name by the manager.
+    ``_call`` is False until entered, then the _Call holding the lock,
+    None once released or if the request failed. Lock's ``name`` and
+    ``mode`` come from the options, kept per name by the manager; its
+    ``_ptr`` is unused.
     """
 
-    __slots__ = ("_manager", "_opts", "_out")
+    __slots__ = ("_manager", "_opts", "_call")
     # Made by LockManager.request() as _PlainRequest(), which then sets the
     # slots: object's __init__, not Lock's (the cheapest construction).
     __init__ = object.__init__  # type: ignore[assignment]
@@ -376,53 +405,75 @@ class _PlainRequest(Lock, LockRequest):
                     doc='"exclusive".')
 
     def __enter__(self) -> Lock:
-        if self._ptr is not False:
+        if self._call is not False:
             raise RuntimeError("a LockRequest can be entered only once")
-        self._ptr = None
+        self._call = None
         o = self._opts
-        m = o.m_arg
-        if m is None:
+        if o.m is None:
             raise _closed()
-        try:
-            pair = o.outs.pop()
-        except IndexError:
-            pair = _out_pair(None)
-        rc = _acquire_now(m, o.raw, o.len_arg, _PROBE_EXCLUSIVE, pair[1])
+        calls = o.calls
+        call = calls.pop() if calls else _Call(o)
+        rc = _call_acquire(call.ref)
         if rc:
+            calls.append(call)
             raise self._manager._error(rc, o)
-        if not pair[0]:  # a miss writes NULL there
-            pair = _out_pair(_adopt(self._manager._wait(o)))
-        self._out = pair
-        self._ptr = pair[0]
+        if not call.c.lock:  # the probe missed: wait as any request
+            calls.append(call)
+            lock = _adopt(self._manager._wait(o))
+            call = calls.pop() if calls else _Call(o)
+            call.c.lock = lock
+        self._call = call
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        ptr = self._ptr
-        if ptr:
-            self._ptr = None
-            rc = _release_now(ptr)
-            self._opts.outs.append(self._out)
+        call = self._call
+        if call:
+            self._call = None
+            rc = _call_release(call.ref)
+            self._opts.calls.append(call)
             # The block's own exception wins over "stolen" or "closed".
             if rc and exc is None:
                 raise from_code(rc, f"release of {self._opts.name!r}")
 
     async def __aenter__(self) -> Lock:
-        if self._ptr is not False:
+        if self._call is not False:
             raise RuntimeError("a LockRequest can be entered only once")
-        self._ptr = None
-        pair = _out_pair(_adopt(await self._manager._acquire_async(
-            self._opts)))
-        self._out = pair
-        self._ptr = pair[0]
+        self._call = None
+        o = self._opts
+        lock = _adopt(await self._manager._acquire_async(o))
+        calls = o.calls
+        call = calls.pop() if calls else _Call(o)
+        call.c.lock = lock
+        self._call = call
         return self
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self.__exit__(exc_type, exc, tb)
 
+    @property
+    def token(self) -> int:
+        """The grant's fencing token: larger than every earlier grant's of
+        the same name in the bucket (an extension)."""
+        token = getattr(self, "_token", 0)
+        call = self._call
+        if not token and call:
+            token = self._token = _lib.lib().wlk_lock_token(call.c.lock)
+        return token
+
+    @property
+    def stolen(self) -> bool:
+        """True once another request stole this lock (steal=True): its
+        holder should stop using the resource. False after release."""
+        call = self._call
+        return bool(call) and bool(_lib.lib().wlk_lock_stolen(call.c.lock))
+
     def __repr__(self) -> str:
-        if self._ptr is False:
+        call = self._call
+        if call is False:
             return f"<LockRequest {self._opts.name!r} exclusive>"
-        return super().__repr__()
+        state = "stolen" if self.stolen else ("held" if call else "released")
+        return (f"<Lock {self.name!r} {self.mode} token={self.token} "
+                f"{state}>")
 
 
 def _adopt(lock: Optional[Lock]) -> Optional[int]:
@@ -431,12 +482,6 @@ def _adopt(lock: Optional[Lock]) -> Optional[int]:
     assert lock is not None
     ptr, lock._ptr = lock._ptr, None
     return ptr
-
-
-def _out_pair(ptr: Optional[int]) -> Tuple[c_void_p, Any]:
-    """A c_void_p holding ptr, and its byref (wlk_acquire's out)."""
-    out = c_void_p(ptr)
-    return out, byref(out)
 
 
 def _closed() -> InvalidStateError:
@@ -492,10 +537,10 @@ class LockManager:
             setattr(o, field, value)
         out = c_void_p()
         lib = _lib.lib()
-        global _acquire_now, _release_now
-        if _release_now is None:
-            _acquire_now = _lib.unchecked("wlk_acquire")
-            _release_now = _lib.unchecked("wlk_release")
+        global _call_acquire, _call_release
+        if _call_release is None:
+            _call_acquire = _lib.unchecked("wlk_call_acquire")
+            _call_release = _lib.unchecked("wlk_call_release")
         rc = lib.wlk_manager_open(_encode_id("origin", origin, False),
                                   byref(o), byref(out))
         if rc:
@@ -507,11 +552,17 @@ class LockManager:
 
     # -- the API -----------------------------------------------------------
 
-    def request(self, name: Name,
-                callback: Optional[Callable[[Optional[Lock]], Any]] = None,
-                *, mode: str = "exclusive", if_available: bool = False,
-                steal: bool = False, signal: Optional[AbortSignal] = None,
-                timeout: Optional[float] = None) -> Any:
+    if TYPE_CHECKING:
+        # The signature (also request.__signature__, below the class); at
+        # run time the options come as **options (see the request below).
+        def request(self, name: Name,
+                    callback: Optional[Callable[[Optional[Lock]], Any]]
+                    = None, *, mode: str = "exclusive",
+                    if_available: bool = False, steal: bool = False,
+                    signal: Optional[AbortSignal] = None,
+                    timeout: Optional[float] = None) -> Any: ...
+
+    def request(self, name, callback=None, **options):  # noqa: F811
         """Request a lock (LockManager.request()).
 
         Args:
@@ -555,19 +606,28 @@ class LockManager:
         withdraws the request); on other threads it waits in the library
         with the GIL released.
         """
-        if (callback is None and type(name) is str and mode == "exclusive"
-                and not if_available and not steal and signal is None
-                and timeout is None):
+        if callback is None and not options and type(name) is str:
             # The common case: no object but the request, whose options
-            # (checked, converted for the C call) are kept per name.
-            o = self._plain.get(name)
-            if o is None:
+            # (checked, with the C call's block) are kept per name. The
+            # options are **options, not keyword-only parameters, so that
+            # this call fills in no defaults.
+            try:
+                o = self._plain[name]
+            except KeyError:
                 o = self._plain_options(name)
             req = _PlainRequest()
             req._manager = self
             req._opts = o
-            req._ptr = False
+            req._call = False
             return req
+        return self._request(name, callback, **options)
+
+    def _request(self, name: Name,
+                 callback: Optional[Callable[[Optional[Lock]], Any]] = None,
+                 *, mode: str = "exclusive", if_available: bool = False,
+                 steal: bool = False, signal: Optional[AbortSignal] = None,
+                 timeout: Optional[float] = None) -> Any:
+        """request() with options, a callback or a name not a str."""
         if callback is not None and not callable(callback):
             raise WebLocksTypeError("callback must be callable")
         req = _Request(self, _Options(name, mode, if_available, steal,
@@ -578,6 +638,9 @@ class LockManager:
             return _run_async(req, callback)
         with req as lock:
             return callback(lock)
+
+    # Python's message for a keyword it does not know names this function.
+    _request.__qualname__ = "LockManager.request"
 
     def query(self) -> LockManagerSnapshot:
         """The held locks and pending requests of the whole bucket
@@ -617,7 +680,7 @@ class LockManager:
         if m:
             # Plain requests made before (not entered yet) see it closed.
             for o in self._plain.values():
-                o.m_arg = None
+                o.m = None
             self._plain.clear()
             for loop in list(self._loops):
                 _remove_reader(loop, self._fd)
@@ -650,10 +713,9 @@ class LockManager:
         """The options of ``request(name)`` without options, checked once
         and kept, with the C call's arguments converted."""
         o = _Options(name, "exclusive", False, False, None, None)
-        o.len_arg = c_size_t.from_param(o.raw_len)
-        o.outs = []
-        o.m_arg = c_void_p.from_param(self._m) if self._m else None
-        if o.m_arg is not None:
+        o.calls = []
+        o.m = self._m
+        if o.m is not None:
             if len(self._plain) >= _PLAIN_CACHE:
                 self._plain.clear()
             self._plain[name] = o
@@ -684,7 +746,8 @@ class LockManager:
             return self._wait_interruptibly(o)
         if rc:
             raise self._error(rc, o)
-        return Lock(o.name, o.mode_name, out.value) if out.value else None
+        return (_HandleLock(o.name, o.mode_name, out.value) if out.value
+                else None)
 
     def _error(self, rc: int, o: _Options) -> BaseException:
         if rc == _lib.EABORTED and o.signal is not None and o.signal.aborted:
@@ -717,7 +780,7 @@ class LockManager:
     def _result(self, p: _Pending, o: _Options) -> Optional[Lock]:
         if p.status:
             raise self._error(p.status, o)
-        return Lock(o.name, o.mode_name, p.lock) if p.lock else None
+        return _HandleLock(o.name, o.mode_name, p.lock) if p.lock else None
 
     def _dispatch(self) -> None:
         m = self._m
@@ -767,7 +830,7 @@ class LockManager:
             if rc:
                 raise self._error(rc, o)
             if out.value:
-                return Lock(o.name, o.mode_name, out.value)
+                return _HandleLock(o.name, o.mode_name, out.value)
         p = _Pending()
         p.loop = loop
         p.future = loop.create_future()
@@ -806,6 +869,11 @@ class LockManager:
             self._loops.pop(loop, None)
         if self._fd >= 0 and self._m:
             _remove_reader(loop, self._fd)
+
+
+# What help() and inspect show for request(): its keyword-only options.
+LockManager.request.__signature__ = inspect.signature(  # type: ignore
+    LockManager._request)
 
 
 def _remove_reader(loop: asyncio.AbstractEventLoop, fd: int) -> None:
