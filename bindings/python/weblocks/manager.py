@@ -366,15 +366,18 @@ class _Call:
     the lock in it: the finalizer releases it, so that it is not leaked
     (a _Call in a pool holds no lock)."""
 
-    __slots__ = ("c", "ref")
+    __slots__ = ("c", "ref", "held")
 
     def __init__(self, o: _Options) -> None:
-        self.c = _lib.Call(o.m, o.raw, o.raw_len, _PROBE_EXCLUSIVE, None)
-        self.ref = byref(self.c)
+        c = self.c = _lib.Call(o.m, o.raw, o.raw_len, _PROBE_EXCLUSIVE, None)
+        self.ref = byref(c)
+        # The block's lock field seen as a c_void_p: false when NULL, which
+        # costs less to ask than reading the field (c.lock, a new int).
+        self.held = c_void_p.from_buffer(c, _lib.Call.lock.offset)
 
     def __del__(self) -> None:
         release = _call_release
-        if release is not None and self.c.lock:
+        if release is not None and self.held:
             release(self.ref)
 
 
@@ -407,22 +410,25 @@ class _PlainRequest(Lock, LockRequest):
     def __enter__(self) -> Lock:
         if self._call is not False:
             raise RuntimeError("a LockRequest can be entered only once")
-        self._call = None
         o = self._opts
         if o.m is None:
+            self._call = None
             raise _closed()
-        calls = o.calls
-        call = calls.pop() if calls else _Call(o)
+        try:
+            call = o.calls.pop()
+        except IndexError:
+            call = _Call(o)
+        # Set before the call: entered (not False) from here on.
+        self._call = call
         rc = _call_acquire(call.ref)
         if rc:
-            calls.append(call)
+            self._call = None
+            o.calls.append(call)
             raise self._manager._error(rc, o)
-        if not call.c.lock:  # the probe missed: wait as any request
-            calls.append(call)
-            lock = _adopt(self._manager._wait(o))
-            call = calls.pop() if calls else _Call(o)
-            call.c.lock = lock
-        self._call = call
+        if not call.held:  # the probe missed: wait as any request
+            self._call = None
+            o.calls.append(call)
+            self._adopt(self._manager._wait(o))
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -439,13 +445,18 @@ class _PlainRequest(Lock, LockRequest):
         if self._call is not False:
             raise RuntimeError("a LockRequest can be entered only once")
         self._call = None
-        o = self._opts
-        lock = _adopt(await self._manager._acquire_async(o))
-        calls = o.calls
-        call = calls.pop() if calls else _Call(o)
-        call.c.lock = lock
-        self._call = call
+        self._adopt(await self._manager._acquire_async(self._opts))
         return self
+
+    def _adopt(self, lock: Optional[Lock]) -> None:
+        """Hold the lock the request waited for, in a block of the pool."""
+        o = self._opts
+        try:
+            call = o.calls.pop()
+        except IndexError:
+            call = _Call(o)
+        call.c.lock = _adopt(lock)
+        self._call = call
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self.__exit__(exc_type, exc, tb)
@@ -456,7 +467,7 @@ class _PlainRequest(Lock, LockRequest):
         the same name in the bucket (an extension)."""
         token = getattr(self, "_token", 0)
         call = self._call
-        if not token and call:
+        if not token and call and call.held:
             token = self._token = _lib.lib().wlk_lock_token(call.c.lock)
         return token
 
@@ -465,13 +476,15 @@ class _PlainRequest(Lock, LockRequest):
         """True once another request stole this lock (steal=True): its
         holder should stop using the resource. False after release."""
         call = self._call
-        return bool(call) and bool(_lib.lib().wlk_lock_stolen(call.c.lock))
+        return (bool(call) and bool(call.held) and
+                bool(_lib.lib().wlk_lock_stolen(call.c.lock)))
 
     def __repr__(self) -> str:
         call = self._call
         if call is False:
             return f"<LockRequest {self._opts.name!r} exclusive>"
-        state = "stolen" if self.stolen else ("held" if call else "released")
+        state = ("stolen" if self.stolen else
+                 "held" if call and call.held else "released")
         return (f"<Lock {self.name!r} {self.mode} token={self.token} "
                 f"{state}>")
 
