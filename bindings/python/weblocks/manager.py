@@ -428,7 +428,7 @@ class _PlainRequest(Lock, LockRequest):
         if not call.held:  # the probe missed: wait as any request
             self._call = None
             o.calls.append(call)
-            self._adopt(self._manager._wait(o))
+            self._hold(self._manager._wait(o))
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -445,10 +445,10 @@ class _PlainRequest(Lock, LockRequest):
         if self._call is not False:
             raise RuntimeError("a LockRequest can be entered only once")
         self._call = None
-        self._adopt(await self._manager._acquire_async(self._opts))
+        self._hold(await self._manager._acquire_async(self._opts))
         return self
 
-    def _adopt(self, lock: Optional[Lock]) -> None:
+    def _hold(self, lock: Optional[Lock]) -> None:
         """Hold the lock the request waited for, in a block of the pool."""
         o = self._opts
         try:
@@ -567,73 +567,74 @@ class LockManager:
 
     if TYPE_CHECKING:
         # The signature (also request.__signature__, below the class); at
-        # run time the options come as **options (see the request below).
+        # run time the options come as **options (see the request below),
+        # so that the common call fills in no keyword-only defaults.
         def request(self, name: Name,
                     callback: Optional[Callable[[Optional[Lock]], Any]]
                     = None, *, mode: str = "exclusive",
                     if_available: bool = False, steal: bool = False,
                     signal: Optional[AbortSignal] = None,
                     timeout: Optional[float] = None) -> Any: ...
+    else:
+        def request(self, name, callback=None, **options):
+            """Request a lock (LockManager.request()).
 
-    def request(self, name, callback=None, **options):  # noqa: F811
-        """Request a lock (LockManager.request()).
+            Args:
+                name: the resource name, str (UTF-8) or bytes; not starting
+                    with '-'.
+                callback: if given, called with the lock held (or with None
+                    for an if_available miss) and its result returned; the
+                    lock is released when it returns or raises. A coroutine
+                    function makes this return an awaitable doing the same
+                    without blocking the event loop.
+                mode: "exclusive" or "shared".
+                if_available: grant only if the lock can be granted at once;
+                    otherwise the lock is None.
+                steal: release every held lock on the name (their holders'
+                    exits raise LockStolenError) and take it at once.
+                signal: an AbortSignal; aborting it before the grant raises
+                    its reason (AbortError by default).
+                timeout: seconds to wait for the grant before TimeoutError
+                    (an extension); None waits without limit.
 
-        Args:
-            name: the resource name, str (UTF-8) or bytes; not starting
-                with '-'.
-            callback: if given, called with the lock held (or with None
-                for an if_available miss) and its result returned; the
-                lock is released when it returns or raises. A coroutine
-                function makes this return an awaitable doing the same
-                without blocking the event loop.
-            mode: "exclusive" or "shared".
-            if_available: grant only if the lock can be granted at once;
-                otherwise the lock is None.
-            steal: release every held lock on the name (their holders'
-                exits raise LockStolenError) and take it at once.
-            signal: an AbortSignal; aborting it before the grant raises
-                its reason (AbortError by default).
-            timeout: seconds to wait for the grant before TimeoutError
-                (an extension); None waits without limit.
+            Returns:
+                Without a callback, a :class:`LockRequest` for ``with`` or
+                ``async with``; with one, the callback's result (or an
+                awaitable of it).
 
-        Returns:
-            Without a callback, a :class:`LockRequest` for ``with`` or
-            ``async with``; with one, the callback's result (or an
-            awaitable of it).
+            Raises:
+                WebLocksTypeError, WebLocksValueError: bad arguments.
+                InvalidStateError: the manager is closed.
+                NotSupportedError: a name starting with '-', or steal with
+                    if_available or shared mode, or a signal or timeout with
+                    steal or if_available.
+                AbortError: the signal was aborted (or its reason, if given).
+                NameTooLongError: the name is longer than the bucket allows.
+                TimeoutError, QuotaExceededError, DeadlockError: see the names.
+                LockStolenError: when the lock is released, if it was stolen.
 
-        Raises:
-            WebLocksTypeError, WebLocksValueError: bad arguments.
-            InvalidStateError: the manager is closed.
-            NotSupportedError: a name starting with '-', or steal with
-                if_available or shared mode, or a signal or timeout with
-                steal or if_available.
-            AbortError: the signal was aborted (or its reason, if given).
-            NameTooLongError: the name is longer than the bucket allows.
-            TimeoutError, QuotaExceededError, DeadlockError: see the names.
-            LockStolenError: when the lock is released, if it was stolen.
-
-        The checks happen in the spec's order, before anything is queued.
-        A blocking request made on the main thread waits in poll() on the
-        manager's descriptor, so Python signal handlers run meanwhile (one
-        may abort the request's signal, and Ctrl-C's KeyboardInterrupt
-        withdraws the request); on other threads it waits in the library
-        with the GIL released.
-        """
-        if callback is None and not options and type(name) is str:
-            # The common case: no object but the request, whose options
-            # (checked, with the C call's block) are kept per name. The
-            # options are **options, not keyword-only parameters, so that
-            # this call fills in no defaults.
-            try:
-                o = self._plain[name]
-            except KeyError:
-                o = self._plain_options(name)
-            req = _PlainRequest()
-            req._manager = self
-            req._opts = o
-            req._call = False
-            return req
-        return self._request(name, callback, **options)
+            The checks happen in the spec's order, before anything is queued.
+            A blocking request made on the main thread waits in poll() on the
+            manager's descriptor, so Python signal handlers run meanwhile (one
+            may abort the request's signal, and Ctrl-C's KeyboardInterrupt
+            withdraws the request); on other threads it waits in the library
+            with the GIL released.
+            """
+            if callback is None and not options and type(name) is str:
+                # The common case: no object but the request, whose options
+                # (checked, with the C call's block) are kept per name. The
+                # options are **options, not keyword-only parameters, so that
+                # this call fills in no defaults.
+                try:
+                    o = self._plain[name]
+                except KeyError:
+                    o = self._plain_options(name)
+                req = _PlainRequest()
+                req._manager = self
+                req._opts = o
+                req._call = False
+                return req
+            return self._request(name, callback, **options)
 
     def _request(self, name: Name,
                  callback: Optional[Callable[[Optional[Lock]], Any]] = None,
@@ -724,7 +725,7 @@ class LockManager:
 
     def _plain_options(self, name: str) -> _Options:
         """The options of ``request(name)`` without options, checked once
-        and kept, with the C call's arguments converted."""
+        and kept, with the pool of the C calls' blocks (_Call)."""
         o = _Options(name, "exclusive", False, False, None, None)
         o.calls = []
         o.m = self._m
