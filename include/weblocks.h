@@ -839,6 +839,68 @@ wlk_acquire(struct wlk_manager *m, const char *name, size_t name_len,
 WLK_EXPORT int wlk_release(struct wlk_lock *lock);
 
 /**
+ * struct wlk_call - wlk_acquire()'s arguments and result, for FFI callers.
+ * @m:        the manager.
+ * @name:     as for wlk_request().
+ * @name_len: as for wlk_request().
+ * @o:        options, or NULL for the defaults.
+ * @lock:     the lock the block holds, or NULL: wlk_call_acquire() writes
+ *            it, wlk_call_release() releases it and sets it to NULL.
+ *
+ * An FFI layer (Python's ctypes, say) pays for every argument of every
+ * call: it converts it, and it describes the call to libffi anew each
+ * time. A block filled in once per name and kept makes an acquire+release
+ * pair two calls of one argument each, where wlk_acquire() takes five.
+ * C callers have no reason to use it. The block belongs to the caller,
+ * who keeps @name and @o valid while it is used; it holds at most one
+ * lock at a time, so callers that hold several locks of one name (on
+ * several threads, say) use one block each.
+ *
+ * Its layout is fixed, without a size field (GROWING STRUCTS): it is
+ * wlk_acquire()'s parameter list, which changes only with a new soname.
+ */
+struct wlk_call {
+	struct wlk_manager *m;
+	const char *name;
+	size_t name_len;
+	const struct wlk_options *o;
+	struct wlk_lock *lock;
+};
+
+/**
+ * wlk_call_acquire() - wlk_acquire() with its arguments in a block.
+ * @c: the block; @c->lock must be NULL.
+ *
+ * wlk_acquire() of the block's manager, name, name length and options,
+ * with the block's @lock as its out-parameter, in every respect, after one
+ * more check: a block that still holds a lock is refused, so that its
+ * handle is not overwritten and lost.
+ *
+ * Context: as for wlk_acquire().
+ *
+ * Return: as for wlk_acquire() (0 with @c->lock NULL on an if_available
+ * miss; @c->lock is written only on success), and
+ * * %WLK_EINVAL - also if @c is NULL or @c->lock is not NULL; nothing is
+ *   queued and @c is left as it was.
+ */
+WLK_EXPORT WLK_WARN_UNUSED int wlk_call_acquire(struct wlk_call *c);
+
+/**
+ * wlk_call_release() - wlk_release() of a block's lock.
+ * @c: a block filled in by wlk_call_acquire(), or one whose @c->lock is
+ *     NULL (no-op, returns 0).
+ *
+ * Sets @c->lock to NULL and releases the lock it held, as wlk_release()
+ * does: the handle is freed in every case, so the block is ready for the
+ * next wlk_call_acquire() whatever this returns.
+ *
+ * Context: as for wlk_release().
+ *
+ * Return: as for wlk_release(), and %WLK_EINVAL if @c is NULL.
+ */
+WLK_EXPORT int wlk_call_release(struct wlk_call *c);
+
+/**
  * wlk_lock_name() - Lock.name.
  * @lock: the lock.
  * @len:  receives the name's length in bytes, or NULL.

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * request.c - LockManager.request() as blocking calls: wlk_request(),
- * wlk_acquire(), wlk_release(), and the Lock accessors.
+ * wlk_acquire(), wlk_release(), their one-argument forms for FFI callers
+ * (wlk_call_acquire(), wlk_call_release()), and the Lock accessors.
  *
  * The checks are the spec's and the manager's; the request itself, its
  * wait and the release are the bucket's engine's (engine.h).
@@ -142,6 +143,31 @@ WLK_EXPORT int wlk_release(struct wlk_lock *l)
 	if (counted)
 		wlk__manager_leave(m);
 	return rc;
+}
+
+WLK_EXPORT int wlk_call_acquire(struct wlk_call *c)
+{
+	struct wlk_lock *l;
+	int rc;
+
+	/* A block holding a lock would lose its handle. */
+	if (!c || c->lock)
+		return WLK_EINVAL;
+	rc = acquire(c->m, c->name, c->name_len, c->o, &l);
+	if (!rc)
+		c->lock = l;
+	return rc;
+}
+
+WLK_EXPORT int wlk_call_release(struct wlk_call *c)
+{
+	struct wlk_lock *l;
+
+	if (!c)
+		return WLK_EINVAL;
+	l = c->lock;
+	c->lock = NULL;
+	return wlk_release(l);
 }
 
 /* wlk_request()'s acquire, out of line: its frame holds a cancellation

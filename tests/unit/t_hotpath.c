@@ -4,7 +4,8 @@
  *
  * A child warms up, then installs a seccomp filter under which any system
  * call but write(2) kills the process, and runs uncontended acquire/release
- * pairs (exclusive, shared, if_available, the callback form). It reports
+ * pairs (exclusive, shared, if_available, the callback form, the block
+ * form of wlk_call_acquire()). It reports
  * with a write, then makes a forbidden call on purpose to end itself.
  * (Strict seccomp mode would do, but it also disables the TSC, and with it
  * the vDSO's clock_gettime, which is not a system call.)
@@ -31,6 +32,7 @@ static int pairs(struct wlk_manager *m)
 {
 	static const struct wlk_options sh = {.mode = WLK_SHARED};
 	static const struct wlk_options ifa = {.if_available = true};
+	struct wlk_call c = { .m = m, .name = "v", .name_len = 1 };
 	struct wlk_lock *l;
 
 	for (int i = 0; i < PAIRS; i++) {
@@ -42,6 +44,8 @@ static int pairs(struct wlk_manager *m)
 			return 3;
 		if (wlk_request(m, "w", 1, NULL, noop, NULL))
 			return 4;
+		if (wlk_call_acquire(&c) || !c.lock || wlk_call_release(&c))
+			return 5;
 	}
 	return 0;
 }

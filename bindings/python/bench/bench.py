@@ -95,10 +95,30 @@ def uncontended_async(origin: str, n: int) -> float:
 
 
 def ctypes_floor(origin: str, n: int) -> float:
-    """wlk_acquire + wlk_release called through ctypes with nothing around
-    them, in their cheapest form (no argument types, every argument
-    converted once, out of the loop, but the lock pointer's): what any
-    ctypes binding pays at least."""
+    """wlk_call_acquire + wlk_call_release called through ctypes with
+    nothing around them, in their cheapest form (no argument types, the
+    one argument, a kept block's byref, made once): the two calls the
+    plain request makes, what any ctypes binding pays at least."""
+    from ctypes import byref
+    from weblocks import _lib
+    locks = weblocks.LockManager(origin)
+    acquire = _lib.unchecked("wlk_call_acquire")
+    release = _lib.unchecked("wlk_call_release")
+    block = byref(_lib.Call(locks._m, b"r", 1, None, None))
+    t0 = time.perf_counter()
+    for _ in range(n):
+        acquire(block)
+        release(block)
+    rate = n / (time.perf_counter() - t0)
+    locks.close()
+    return rate
+
+
+def ctypes_floor5(origin: str, n: int) -> float:
+    """The same pair as wlk_acquire (five arguments) + wlk_release, in
+    their cheapest form (no argument types, every argument converted
+    once, out of the loop, but the lock pointer's): what the block form
+    saves."""
     from ctypes import byref, c_size_t, c_void_p
     from weblocks import _lib
     locks = weblocks.LockManager(origin)
@@ -213,14 +233,16 @@ def main() -> int:
           f"(median of {rounds} rounds, the kinds taking turns)")
     made = {kind: FACTORIES[kind](where[kind]) for kind in FACTORIES}
     runs: Dict[str, list] = {kind: [] for kind in
-                             list(FACTORIES) + ["async", "raw"]}
+                             list(FACTORIES) + ["async", "raw", "raw5"]}
     for _ in range(rounds):
         for kind in FACTORIES:
             runs[kind].append(uncontended(made[kind], n))
         runs["async"].append(uncontended_async(where["weblocks"], n))
         runs["raw"].append(ctypes_floor(where["weblocks"], n))
+        runs["raw5"].append(ctypes_floor5(where["weblocks"], n))
     rates = {kind: sorted(r)[len(r) // 2] for kind, r in runs.items()}
     labels = dict(LABELS, raw="(floor: the two C calls via ctypes)",
+                  raw5="(floor, as wlk_acquire+wlk_release)",
                   **{"async": "weblocks (async with, one task)"})
     for kind, r in rates.items():
         print(f"  {labels[kind]:34} {r:12,.0f} /s  "

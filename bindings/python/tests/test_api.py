@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import errno
+import inspect
 import threading
 
 import pytest
@@ -421,6 +422,40 @@ def test_plain_request_keeps_its_manager(origin):
     with req as lock:
         assert lock.name == "k"
     del req, lock
+
+
+def test_plain_request_dropped_while_held_is_released(origin):
+    # Entered by hand and dropped without its exit: the lock is released
+    # (by its block's finalizer), not left held until close.
+    with LockManager(origin) as a, LockManager(origin) as b:
+        req = a.request("d")
+        lock = req.__enter__()
+        assert lock is req and lock.token > 0
+        with b.request("d", if_available=True) as other:
+            assert other is None
+        del req, lock
+        with b.request("d", if_available=True) as other:
+            assert other is not None
+        # The pool's blocks hold nothing: the next plain request is granted.
+        with a.request("d") as again:
+            assert again.token > 0
+
+
+def test_request_options_are_keyword_only(origin):
+    with LockManager(origin) as a:
+        with pytest.raises(TypeError):
+            a.request("o", None, "shared")
+        with pytest.raises(TypeError, match=r"request\(\) got an unexpected"):
+            a.request("o", mode="shared", shared=True)
+        with pytest.raises(TypeError):
+            a.request("o", name="p")
+        with a.request(name="o", mode="shared") as lock:
+            assert lock.mode == "shared"
+        assert a.request(name="o", callback=lambda l: l.name) == "o"
+        params = inspect.signature(a.request).parameters
+        assert list(params) == ["name", "callback", "mode", "if_available",
+                                "steal", "signal", "timeout"]
+        assert params["mode"].kind is inspect.Parameter.KEYWORD_ONLY
 
 
 def test_remove_bucket(origin):

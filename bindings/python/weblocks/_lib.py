@@ -14,10 +14,12 @@ bucket removal) is called through :class:`ctypes.CDLL`, which releases the
 GIL for the duration of the call, so other Python threads run while one
 waits for a lock.
 
-The two calls of an uncontended request (see manager.py) also have a copy
-without argument types, :func:`unchecked`: ctypes then converts nothing
-and its callers pass arguments already converted once (``from_param``
-objects, ``byref``), which makes each call about a third cheaper.
+The two calls of an uncontended request (see manager.py) are the library's
+one-argument forms for such callers, wlk_call_acquire() and
+wlk_call_release() on a :class:`Call` block filled in once per name (ctypes
+pays for every argument of every call), through a copy without argument
+types, :func:`unchecked`: ctypes then converts nothing and its callers pass
+the block's ``byref``, made once.
 """
 from __future__ import annotations
 
@@ -73,6 +75,12 @@ class LockInfoC(Structure):
                 ("mode", c_int), ("client_id", c_char_p), ("pid", c_int)]
 
 
+class Call(Structure):
+    """struct wlk_call: wlk_acquire()'s arguments and result in one block."""
+    _fields_ = [("m", c_void_p), ("name", c_char_p), ("name_len", c_size_t),
+                ("o", c_void_p), ("lock", c_void_p)]
+
+
 # typedef void (*wlk_granted_cb)(struct wlk_async *, int, struct wlk_lock *,
 #                                void *);
 GRANTED_CB = CFUNCTYPE(None, c_void_p, c_int, c_void_p, c_void_p)
@@ -93,6 +101,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "wlk_acquire": (c_int, [vp, c_char_p, sz, POINTER(Options),
                                 POINTER(c_void_p)]),
         "wlk_release": (c_int, [vp]),
+        "wlk_call_acquire": (c_int, [POINTER(Call)]),
+        "wlk_call_release": (c_int, [POINTER(Call)]),
         "wlk_lock_name": (vp, [vp, POINTER(sz)]),
         "wlk_lock_mode": (c_int, [vp]),
         "wlk_lock_stolen": (c_bool, [vp]),

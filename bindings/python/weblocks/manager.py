@@ -8,11 +8,11 @@ import itertools
 import os
 import select
 import threading
-from ctypes import byref, c_size_t, c_void_p, string_at
+from ctypes import byref, c_void_p, string_at
 from dataclasses import dataclass
 from time import perf_counter as _perf_counter
-from typing import (Any, Awaitable, Callable, Dict, List, Optional, Tuple,
-                    Union)
+from typing import (TYPE_CHECKING, Any, Awaitable, Callable, Dict, List,
+                    Optional, Tuple, Union)
 
 from . import _lib
 from .abort import AbortSignal, as_exception
@@ -136,17 +136,25 @@ class Lock:
             if rc:
                 raise from_code(rc, f"release of {self.name!r}")
 
-    def __del__(self) -> None:
-        # A lock dropped without its request's exit (an abandoned
-        # generator, say) is released, not leaked.
-        if getattr(self, "_ptr", None) and _lib._lib is not None:
-            _lib._lib.wlk_release(self._ptr)
-
     def __repr__(self) -> str:
         state = "stolen" if self.stolen else ("held" if self._ptr else
                                               "released")
         return (f"<Lock {self.name!r} {self.mode} token={self.token} "
                 f"{state}>")
+
+
+class _HandleLock(Lock):
+    """The Lock of a request with options: a handle of the library's, which
+    its finalizer releases. (Lock itself has no finalizer: the plain
+    request, a Lock too, keeps its handle in a _Call, which has one.)"""
+
+    __slots__ = ()
+
+    def __del__(self) -> None:
+        # A lock dropped without its request's exit (an abandoned
+        # generator, say) is released, not leaked.
+        if getattr(self, "_ptr", None) and _lib._lib is not None:
+            _lib._lib.wlk_release(self._ptr)
 
 
 class _Pending:
@@ -225,7 +233,7 @@ class _Options:
 
     __slots__ = ("name", "raw", "raw_len", "mode", "mode_name",
                  "if_available", "steal", "signal", "timeout", "c", "probe",
-                 "m_arg", "len_arg", "outs")
+                 "m", "calls")
 
     def __init__(self, name: Any, mode: Any, if_available: Any, steal: Any,
                  signal: Any, timeout: Any) -> None:
@@ -277,14 +285,15 @@ _OPTIONS_SIZE = _lib.ctypes.sizeof(_lib.Options)
 # Read-only options of the if_available probes, one per mode.
 _PROBES = {mode: _lib.Options(_OPTIONS_SIZE, mode, True, False, None, 0)
            for mode in _MODE_NAMES}
+# The address of the exclusive probe's options (module-lifetime).
+_PROBE_EXCLUSIVE = _lib.ctypes.addressof(_PROBES[_lib.EXCLUSIVE])
 _MAIN_THREAD = threading.main_thread().ident
 _get_ident = threading.get_ident
-# The two calls of the uncontended path without argument conversion
-# (_lib.unchecked), bound when the first manager opens (the library is
-# loaded by then), and the exclusive probe's options as their argument.
-_acquire_now: Any = None
-_release_now: Any = None
-_PROBE_EXCLUSIVE = byref(_PROBES[_lib.EXCLUSIVE])
+# The two calls of the uncontended path, wlk_call_acquire() and
+# wlk_call_release() without argument conversion (_lib.unchecked), bound
+# when the first manager opens (the library is loaded by then).
+_call_acquire: Any = None
+_call_release: Any = None
 
 
 class LockRequest:
@@ -346,26 +355,49 @@ class _Request(LockRequest):
                 raise
 
 
+class _Call:
+    """One struct wlk_call of a plain request's name (the manager, the
+    name, the exclusive if_available probe's options) and its byref, the
+    one argument of both C calls. Kept in the name's pool (its options'
+    ``calls``) between requests; a request takes one for as long as it
+    holds the lock, so threads never share one.
+
+    A request entered and dropped without its exit drops its _Call with
+    the lock in it: the finalizer releases it, so that it is not leaked
+    (a _Call in a pool holds no lock)."""
+
+    __slots__ = ("c", "ref", "held")
+
+    def __init__(self, o: _Options) -> None:
+        c = self.c = _lib.Call(o.m, o.raw, o.raw_len, _PROBE_EXCLUSIVE, None)
+        self.ref = byref(c)
+        # The block's lock field seen as a c_void_p: false when NULL, which
+        # costs less to ask than reading the field (c.lock, a new int).
+        self.held = c_void_p.from_buffer(c, _lib.Call.lock.offset)
+
+    def __del__(self) -> None:
+        release = _call_release
+        if release is not None and self.held:
+            release(self.ref)
+
+
 class _PlainRequest(Lock, LockRequest):
     """``locks.request(name)``: a str name, no callback, no options.
 
     The request is also the Lock it gives, so that the uncontended
     with-block makes one object (without Lock's __init__:
-    LockManager.request sets its slots) and two C calls: an if_available probe (the spec's checks
+    LockManager.request sets its slots) and two C calls of one argument
+    each on a kept block (_Call): an if_available probe (the spec's checks
     answer it as they would the request) and the release. A probe that
     misses goes on to wait as any request does.
 
-    Lock's ``_ptr`` is False until entered, then the lock as a c_void_p
-    (the unchecked release must not be given an int), None once released
-    or if the request failed. ``_out`` is that c_void_p with its byref,
-    which wlk_acquire wrote into: taken from the options' ``outs`` and put
-    back there after the release, so that a with-block allocates neither
-    (each request has its own while it holds the lock, so threads cannot
-    mix them up). Lock's ``name`` and ``mode`` come from the options,
-    kept per name by the manager.
+    ``_call`` is False until entered, then the _Call holding the lock,
+    None once released or if the request failed. Lock's ``name`` and
+    ``mode`` come from the options, kept per name by the manager; its
+    ``_ptr`` is unused.
     """
 
-    __slots__ = ("_manager", "_opts", "_out")
+    __slots__ = ("_manager", "_opts", "_call")
     # Made by LockManager.request() as _PlainRequest(), which then sets the
     # slots: object's __init__, not Lock's (the cheapest construction).
     __init__ = object.__init__  # type: ignore[assignment]
@@ -376,53 +408,85 @@ class _PlainRequest(Lock, LockRequest):
                     doc='"exclusive".')
 
     def __enter__(self) -> Lock:
-        if self._ptr is not False:
+        if self._call is not False:
             raise RuntimeError("a LockRequest can be entered only once")
-        self._ptr = None
         o = self._opts
-        m = o.m_arg
-        if m is None:
+        if o.m is None:
+            self._call = None
             raise _closed()
         try:
-            pair = o.outs.pop()
+            call = o.calls.pop()
         except IndexError:
-            pair = _out_pair(None)
-        rc = _acquire_now(m, o.raw, o.len_arg, _PROBE_EXCLUSIVE, pair[1])
+            call = _Call(o)
+        # Set before the call: entered (not False) from here on.
+        self._call = call
+        rc = _call_acquire(call.ref)
         if rc:
+            self._call = None
+            o.calls.append(call)
             raise self._manager._error(rc, o)
-        if not pair[0]:  # a miss writes NULL there
-            pair = _out_pair(_adopt(self._manager._wait(o)))
-        self._out = pair
-        self._ptr = pair[0]
+        if not call.held:  # the probe missed: wait as any request
+            self._call = None
+            o.calls.append(call)
+            self._hold(self._manager._wait(o))
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        ptr = self._ptr
-        if ptr:
-            self._ptr = None
-            rc = _release_now(ptr)
-            self._opts.outs.append(self._out)
+        call = self._call
+        if call:
+            self._call = None
+            rc = _call_release(call.ref)
+            self._opts.calls.append(call)
             # The block's own exception wins over "stolen" or "closed".
             if rc and exc is None:
                 raise from_code(rc, f"release of {self._opts.name!r}")
 
     async def __aenter__(self) -> Lock:
-        if self._ptr is not False:
+        if self._call is not False:
             raise RuntimeError("a LockRequest can be entered only once")
-        self._ptr = None
-        pair = _out_pair(_adopt(await self._manager._acquire_async(
-            self._opts)))
-        self._out = pair
-        self._ptr = pair[0]
+        self._call = None
+        self._hold(await self._manager._acquire_async(self._opts))
         return self
+
+    def _hold(self, lock: Optional[Lock]) -> None:
+        """Hold the lock the request waited for, in a block of the pool."""
+        o = self._opts
+        try:
+            call = o.calls.pop()
+        except IndexError:
+            call = _Call(o)
+        call.c.lock = _adopt(lock)
+        self._call = call
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self.__exit__(exc_type, exc, tb)
 
+    @property
+    def token(self) -> int:
+        """The grant's fencing token: larger than every earlier grant's of
+        the same name in the bucket (an extension)."""
+        token = getattr(self, "_token", 0)
+        call = self._call
+        if not token and call and call.held:
+            token = self._token = _lib.lib().wlk_lock_token(call.c.lock)
+        return token
+
+    @property
+    def stolen(self) -> bool:
+        """True once another request stole this lock (steal=True): its
+        holder should stop using the resource. False after release."""
+        call = self._call
+        return (bool(call) and bool(call.held) and
+                bool(_lib.lib().wlk_lock_stolen(call.c.lock)))
+
     def __repr__(self) -> str:
-        if self._ptr is False:
+        call = self._call
+        if call is False:
             return f"<LockRequest {self._opts.name!r} exclusive>"
-        return super().__repr__()
+        state = ("stolen" if self.stolen else
+                 "held" if call and call.held else "released")
+        return (f"<Lock {self.name!r} {self.mode} token={self.token} "
+                f"{state}>")
 
 
 def _adopt(lock: Optional[Lock]) -> Optional[int]:
@@ -431,12 +495,6 @@ def _adopt(lock: Optional[Lock]) -> Optional[int]:
     assert lock is not None
     ptr, lock._ptr = lock._ptr, None
     return ptr
-
-
-def _out_pair(ptr: Optional[int]) -> Tuple[c_void_p, Any]:
-    """A c_void_p holding ptr, and its byref (wlk_acquire's out)."""
-    out = c_void_p(ptr)
-    return out, byref(out)
 
 
 def _closed() -> InvalidStateError:
@@ -492,10 +550,10 @@ class LockManager:
             setattr(o, field, value)
         out = c_void_p()
         lib = _lib.lib()
-        global _acquire_now, _release_now
-        if _release_now is None:
-            _acquire_now = _lib.unchecked("wlk_acquire")
-            _release_now = _lib.unchecked("wlk_release")
+        global _call_acquire, _call_release
+        if _call_release is None:
+            _call_acquire = _lib.unchecked("wlk_call_acquire")
+            _call_release = _lib.unchecked("wlk_call_release")
         rc = lib.wlk_manager_open(_encode_id("origin", origin, False),
                                   byref(o), byref(out))
         if rc:
@@ -507,67 +565,83 @@ class LockManager:
 
     # -- the API -----------------------------------------------------------
 
-    def request(self, name: Name,
-                callback: Optional[Callable[[Optional[Lock]], Any]] = None,
-                *, mode: str = "exclusive", if_available: bool = False,
-                steal: bool = False, signal: Optional[AbortSignal] = None,
-                timeout: Optional[float] = None) -> Any:
-        """Request a lock (LockManager.request()).
+    if TYPE_CHECKING:
+        # The signature (also request.__signature__, below the class); at
+        # run time the options come as **options (see the request below),
+        # so that the common call fills in no keyword-only defaults.
+        def request(self, name: Name,
+                    callback: Optional[Callable[[Optional[Lock]], Any]]
+                    = None, *, mode: str = "exclusive",
+                    if_available: bool = False, steal: bool = False,
+                    signal: Optional[AbortSignal] = None,
+                    timeout: Optional[float] = None) -> Any: ...
+    else:
+        def request(self, name, callback=None, **options):
+            """Request a lock (LockManager.request()).
 
-        Args:
-            name: the resource name, str (UTF-8) or bytes; not starting
-                with '-'.
-            callback: if given, called with the lock held (or with None
-                for an if_available miss) and its result returned; the
-                lock is released when it returns or raises. A coroutine
-                function makes this return an awaitable doing the same
-                without blocking the event loop.
-            mode: "exclusive" or "shared".
-            if_available: grant only if the lock can be granted at once;
-                otherwise the lock is None.
-            steal: release every held lock on the name (their holders'
-                exits raise LockStolenError) and take it at once.
-            signal: an AbortSignal; aborting it before the grant raises
-                its reason (AbortError by default).
-            timeout: seconds to wait for the grant before TimeoutError
-                (an extension); None waits without limit.
+            Args:
+                name: the resource name, str (UTF-8) or bytes; not starting
+                    with '-'.
+                callback: if given, called with the lock held (or with None
+                    for an if_available miss) and its result returned; the
+                    lock is released when it returns or raises. A coroutine
+                    function makes this return an awaitable doing the same
+                    without blocking the event loop.
+                mode: "exclusive" or "shared".
+                if_available: grant only if the lock can be granted at once;
+                    otherwise the lock is None.
+                steal: release every held lock on the name (their holders'
+                    exits raise LockStolenError) and take it at once.
+                signal: an AbortSignal; aborting it before the grant raises
+                    its reason (AbortError by default).
+                timeout: seconds to wait for the grant before TimeoutError
+                    (an extension); None waits without limit.
 
-        Returns:
-            Without a callback, a :class:`LockRequest` for ``with`` or
-            ``async with``; with one, the callback's result (or an
-            awaitable of it).
+            Returns:
+                Without a callback, a :class:`LockRequest` for ``with`` or
+                ``async with``; with one, the callback's result (or an
+                awaitable of it).
 
-        Raises:
-            WebLocksTypeError, WebLocksValueError: bad arguments.
-            InvalidStateError: the manager is closed.
-            NotSupportedError: a name starting with '-', or steal with
-                if_available or shared mode, or a signal or timeout with
-                steal or if_available.
-            AbortError: the signal was aborted (or its reason, if given).
-            NameTooLongError: the name is longer than the bucket allows.
-            TimeoutError, QuotaExceededError, DeadlockError: see the names.
-            LockStolenError: when the lock is released, if it was stolen.
+            Raises:
+                WebLocksTypeError, WebLocksValueError: bad arguments.
+                InvalidStateError: the manager is closed.
+                NotSupportedError: a name starting with '-', or steal with
+                    if_available or shared mode, or a signal or timeout with
+                    steal or if_available.
+                AbortError: the signal was aborted (or its reason, if given).
+                NameTooLongError: the name is longer than the bucket allows.
+                TimeoutError, QuotaExceededError, DeadlockError: see the names.
+                LockStolenError: when the lock is released, if it was stolen.
 
-        The checks happen in the spec's order, before anything is queued.
-        A blocking request made on the main thread waits in poll() on the
-        manager's descriptor, so Python signal handlers run meanwhile (one
-        may abort the request's signal, and Ctrl-C's KeyboardInterrupt
-        withdraws the request); on other threads it waits in the library
-        with the GIL released.
-        """
-        if (callback is None and type(name) is str and mode == "exclusive"
-                and not if_available and not steal and signal is None
-                and timeout is None):
-            # The common case: no object but the request, whose options
-            # (checked, converted for the C call) are kept per name.
-            o = self._plain.get(name)
-            if o is None:
-                o = self._plain_options(name)
-            req = _PlainRequest()
-            req._manager = self
-            req._opts = o
-            req._ptr = False
-            return req
+            The checks happen in the spec's order, before anything is queued.
+            A blocking request made on the main thread waits in poll() on the
+            manager's descriptor, so Python signal handlers run meanwhile (one
+            may abort the request's signal, and Ctrl-C's KeyboardInterrupt
+            withdraws the request); on other threads it waits in the library
+            with the GIL released.
+            """
+            if callback is None and not options and type(name) is str:
+                # The common case: no object but the request, whose options
+                # (checked, with the C call's block) are kept per name. The
+                # options are **options, not keyword-only parameters, so that
+                # this call fills in no defaults.
+                try:
+                    o = self._plain[name]
+                except KeyError:
+                    o = self._plain_options(name)
+                req = _PlainRequest()
+                req._manager = self
+                req._opts = o
+                req._call = False
+                return req
+            return self._request(name, callback, **options)
+
+    def _request(self, name: Name,
+                 callback: Optional[Callable[[Optional[Lock]], Any]] = None,
+                 *, mode: str = "exclusive", if_available: bool = False,
+                 steal: bool = False, signal: Optional[AbortSignal] = None,
+                 timeout: Optional[float] = None) -> Any:
+        """request() with options, a callback or a name not a str."""
         if callback is not None and not callable(callback):
             raise WebLocksTypeError("callback must be callable")
         req = _Request(self, _Options(name, mode, if_available, steal,
@@ -578,6 +652,9 @@ class LockManager:
             return _run_async(req, callback)
         with req as lock:
             return callback(lock)
+
+    # Python's message for a keyword it does not know names this function.
+    _request.__qualname__ = "LockManager.request"
 
     def query(self) -> LockManagerSnapshot:
         """The held locks and pending requests of the whole bucket
@@ -617,7 +694,7 @@ class LockManager:
         if m:
             # Plain requests made before (not entered yet) see it closed.
             for o in self._plain.values():
-                o.m_arg = None
+                o.m = None
             self._plain.clear()
             for loop in list(self._loops):
                 _remove_reader(loop, self._fd)
@@ -648,12 +725,11 @@ class LockManager:
 
     def _plain_options(self, name: str) -> _Options:
         """The options of ``request(name)`` without options, checked once
-        and kept, with the C call's arguments converted."""
+        and kept, with the pool of the C calls' blocks (_Call)."""
         o = _Options(name, "exclusive", False, False, None, None)
-        o.len_arg = c_size_t.from_param(o.raw_len)
-        o.outs = []
-        o.m_arg = c_void_p.from_param(self._m) if self._m else None
-        if o.m_arg is not None:
+        o.calls = []
+        o.m = self._m
+        if o.m is not None:
             if len(self._plain) >= _PLAIN_CACHE:
                 self._plain.clear()
             self._plain[name] = o
@@ -684,7 +760,8 @@ class LockManager:
             return self._wait_interruptibly(o)
         if rc:
             raise self._error(rc, o)
-        return Lock(o.name, o.mode_name, out.value) if out.value else None
+        return (_HandleLock(o.name, o.mode_name, out.value) if out.value
+                else None)
 
     def _error(self, rc: int, o: _Options) -> BaseException:
         if rc == _lib.EABORTED and o.signal is not None and o.signal.aborted:
@@ -717,7 +794,7 @@ class LockManager:
     def _result(self, p: _Pending, o: _Options) -> Optional[Lock]:
         if p.status:
             raise self._error(p.status, o)
-        return Lock(o.name, o.mode_name, p.lock) if p.lock else None
+        return _HandleLock(o.name, o.mode_name, p.lock) if p.lock else None
 
     def _dispatch(self) -> None:
         m = self._m
@@ -767,7 +844,7 @@ class LockManager:
             if rc:
                 raise self._error(rc, o)
             if out.value:
-                return Lock(o.name, o.mode_name, out.value)
+                return _HandleLock(o.name, o.mode_name, out.value)
         p = _Pending()
         p.loop = loop
         p.future = loop.create_future()
@@ -806,6 +883,11 @@ class LockManager:
             self._loops.pop(loop, None)
         if self._fd >= 0 and self._m:
             _remove_reader(loop, self._fd)
+
+
+# What help() and inspect show for request(): its keyword-only options.
+LockManager.request.__signature__ = inspect.signature(  # type: ignore
+    LockManager._request)
 
 
 def _remove_reader(loop: asyncio.AbstractEventLoop, fd: int) -> None:
