@@ -37,6 +37,23 @@ void t_fini(void);
  */
 bool t_on_etcd(void);
 /*
+ * The rounds a test that hammers a few names runs: @n, a quarter on etcd,
+ * where each grant takes round trips to the cluster (the suites run four
+ * tests at a time against one cluster): as much contention, in the
+ * test's timeout.
+ */
+static inline int t_rounds(int n)
+{
+	return t_on_etcd() ? n / 4 : n;
+}
+/*
+ * exit(@status) from a child that means to leave its managers open: what
+ * they hold is not a leak to report (and the threads of an etcd manager
+ * may be mid-request, their objects on stacks LeakSanitizer cannot always
+ * stop and scan).
+ */
+void t_exit_leaking(int status) __attribute__((noreturn));
+/*
  * wlk_lock_stolen(@l) of a lock stolen by another process: on etcd its
  * holder learns of the steal from its watch, a moment later, so this
  * polls (bounded, T_WAIT_MS) for it there; at once on shared memory.

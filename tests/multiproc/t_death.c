@@ -121,7 +121,7 @@ static int child_hold(void *arg)
 		execlp("sleep", "sleep", "60", (char *)NULL);
 		return 14;
 	case END_EXIT:
-		exit(0);
+		t_exit_leaking(0);
 	case END__EXIT:
 		_exit(0);
 	case END_WAIT:

@@ -220,7 +220,7 @@ static int child_orders(void *arg)
 	int me = getpid() & 1;
 
 	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 10);
-	for (int i = 0; i < ROUNDS; i++) {
+	for (int i = 0; i < t_rounds(ROUNDS); i++) {
 		struct wlk_lock *l = NULL;
 		int single = (i % 3 == 2) ? (i & 1) : -1;
 

@@ -63,7 +63,8 @@ static void *increment_thread(void *arg)
  * tenth of the grants were contended. */
 static bool counter_round(struct wlk_manager *shared_m, bool one_manager)
 {
-	enum { T = 6, N = 200 };
+	enum { T = 6 };
+	const int N = t_rounds(200);
 	struct arena ar = { 0 };
 	struct worker w[T];
 	pthread_t th[T];
@@ -323,7 +324,8 @@ static void *rw_thread(void *arg)
 Test(threads, readers_writer_exclusion_under_contention, T_FIX,
      .timeout = 60)
 {
-	enum { R = 4, W = 2, N = 200 };
+	enum { R = 4, W = 2 };
+	const int N = t_rounds(200);
 	struct arena ar = { 0 };
 	struct worker w[R + W];
 	pthread_t th[R + W];
