@@ -12,6 +12,9 @@
  *  - A process with three managers, each holding a lock, SIGKILLed: the
  *    three locks go to waiters of another process within the lease's TTL
  *    (and etcd's expiry, weblocks.h).
+ *  - A process with two managers (two buckets), each holding a lock,
+ *    stopped past its lease: both locks go to another process; continued,
+ *    it sees both stolen, and both managers go on with a new lease.
  */
 #include <dirent.h>
 #include <signal.h>
@@ -30,6 +33,11 @@
 /* After its TTL, an expired lease's keys go within etcd's lessor period
  * (500 ms) and a round trip or two: room for a loaded machine. */
 #define EXPIRY_SLACK_MS 2500
+/* The grant after a stopped holder's lease expires, at most (as
+ * faults.c's). */
+#define EXPIRY_WAIT_MS 15000
+/* The second bucket of the tests. */
+#define OTHER "other"
 
 /* The first member of WEBLOCKS_BACKEND, as host:port. */
 static void member(char *out, size_t size)
@@ -131,7 +139,7 @@ Test(etcd_shared, managers_of_a_process_share_one_lease_and_one_thread,
 
 	cr_assert_eq(threads(AGENT_NAME), 0, "an agent before any manager");
 	nb = leases(before, LEASES_MAX);
-	mo.bucket = "other";
+	mo.bucket = OTHER;
 	t_track_bucket(t_origin, mo.bucket, NULL);
 	for (int i = 0; i < SAME; i++)
 		m[i] = t_open();
@@ -229,4 +237,75 @@ Test(etcd_shared, a_killed_process_loses_the_locks_of_all_its_managers,
 		t_holder_join(&h[i]);
 	}
 	t_pipe_close(&p);
+}
+
+/* Child: "r" held through a manager of the default bucket and one of
+ * OTHER; say 'h'; stopped; once told 'c', both must be stolen, and both
+ * managers must get a lock again. */
+static int stopped_two_managers(void *arg)
+{
+	struct t_pipe *p = arg;
+	struct wlk_manager_options mo = WLK_MANAGER_OPTIONS_INIT;
+	struct wlk_manager *m[2];
+	struct wlk_lock *l[2];
+	int i;
+
+	mo.bucket = OTHER;
+	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m[0]) == 0, 1);
+	T_CHILD_CHECK(wlk_manager_open(t_origin, &mo, &m[1]) == 0, 2);
+	for (i = 0; i < 2; i++)
+		T_CHILD_CHECK(wlk_acquire(m[i], "r", 1, NULL, &l[i]) == 0, 3);
+	T_CHILD_CHECK(t_put_byte(p[0].wr, 'h') == 0, 4);
+	/* Stopped here; continued once the test has both locks. */
+	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'c', 5);
+	for (i = 0; i < EXPIRY_WAIT_MS / 10 &&
+		    !(wlk_lock_stolen(l[0]) && wlk_lock_stolen(l[1]));
+	     i++)
+		t_nap_ms(10);
+	for (i = 0; i < 2; i++) {
+		T_CHILD_CHECK(wlk_lock_stolen(l[i]), 6);
+		T_CHILD_CHECK(wlk_release(l[i]) == WLK_ESTOLEN, 7);
+	}
+	/* Both go on, on the process's new lease. */
+	for (i = 0; i < 2; i++) {
+		T_CHILD_CHECK(wlk_acquire(m[i], "s", 1, NULL, &l[i]) == 0, 8);
+		T_CHILD_CHECK(wlk_release(l[i]) == 0, 9);
+		wlk_manager_close(m[i]);
+	}
+	return 0;
+}
+
+Test(etcd_shared, a_lost_lease_takes_the_locks_of_all_the_managers_on_it,
+     T_FIX, .timeout = 90)
+{
+	struct wlk_manager_options mo = WLK_MANAGER_OPTIONS_INIT;
+	struct wlk_options o = { .size = sizeof(o),
+				 .timeout_ns = EXPIRY_WAIT_MS * 1000000ull };
+	struct wlk_manager *m[2];
+	struct wlk_lock *l[2] = { NULL };
+	struct t_pipe p[2];
+	pid_t pid;
+	int rc;
+
+	mo.bucket = OTHER;
+	t_track_bucket(t_origin, OTHER, NULL);
+	m[0] = t_open();
+	m[1] = t_open_opts(&mo);
+	t_pipe_open(&p[0]);
+	t_pipe_open(&p[1]);
+	pid = t_fork(stopped_two_managers, p);
+	cr_assert_eq(t_get_byte(p[0].rd), 'h', "the child did not lock");
+	cr_assert_eq(kill(pid, SIGSTOP), 0);
+	for (int i = 0; i < 2; i++)
+		T_ASSERT_RC(wlk_acquire(m[i], "r", 1, &o, &l[i]), 0);
+	cr_assert_eq(kill(pid, SIGCONT), 0);
+	cr_assert_eq(t_put_byte(p[1].wr, 'c'), 0);
+	rc = t_wait(pid, EXPIRY_WAIT_MS * 2);
+	cr_assert_eq(rc, 0, "the holder's step %d failed", rc);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_not(wlk_lock_stolen(l[i]));
+		T_ASSERT_RC(wlk_release(l[i]), 0);
+	}
+	t_pipe_close(&p[0]);
+	t_pipe_close(&p[1]);
 }
