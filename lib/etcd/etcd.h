@@ -164,6 +164,7 @@ struct wlk__etcd_manager {
 	struct wlk__etcd_watch *w;  /* its bucket's watch, or NULL */
 	struct cds_list_head peer;  /* in a->managers, under a->mu */
 	uint32_t no;         /* its number in the agent: its keys' client */
+	bool woken;          /* under a->mu: a watch message concerns it */
 	uint64_t seq;        /* [A] the next request's number */
 	uint32_t events;     /* [A] futex: bumped by deletions in the bucket */
 	pthread_mutex_t lmu; /* guards locks */

@@ -81,8 +81,8 @@ void wlk__etcd_watch_resync(struct wlk__etcd_watch *w)
 	w->restarted = !read;
 }
 
-/* A deletion of @key in @w's bucket: each manager of
- * the bucket told (gone.c). */
+/* A deletion of @key in @w's bucket: each manager of the bucket told
+ * (gone.c); those it concerns are woken once the message is read. */
 static void deleted(struct wlk__etcd_watch *w, const char *key, size_t n)
 {
 	struct wlk__etcd_manager *m;
@@ -90,7 +90,21 @@ static void deleted(struct wlk__etcd_watch *w, const char *key, size_t n)
 	cds_list_for_each_entry(m, &w->a->managers, peer)
 		/* Only a deletion on a name we wait for can grant us. */
 		if (on(m, w) && wlk__etcd_mark_gone(m, key, n))
+			m->woken = true;
+}
+
+/* One wake-up per message, not per deletion: each one costs a waiter a
+ * read of its names. */
+static void wake_woken(struct wlk__etcd_watch *w)
+{
+	struct wlk__etcd_manager *m;
+
+	cds_list_for_each_entry(m, &w->a->managers, peer) {
+		if (on(m, w) && m->woken) {
+			m->woken = false;
 			wlk__etcd_wake(m);
+		}
+	}
 }
 
 /* One message of the stream. */
@@ -134,13 +148,14 @@ static void on_message(struct wlk__etcd_watch *w, struct json_object *msg)
 		    wlk__etcd_int64(kv, "mod_revision", &v) ||
 		    wlk__etcd_unb64(json_object_get_string(key), &k, &n)) {
 			w->failed = true;
-			return;
+			break;
 		}
 		deleted(w, k, n);
 		free(k);
 		if (v >= w->rev)
 			w->rev = v + 1;
 	}
+	wake_woken(w);
 }
 
 static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
