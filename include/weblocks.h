@@ -236,9 +236,18 @@
  * at most 3600), and WEBLOCKS_ETCD_TIMEOUT_MS, how long one call tries the
  * members (default 5000).
  *
+ * A process is one client of a cluster, whatever its managers: they share
+ * one lease, on which every key of theirs is put, kept alive by one
+ * library thread (named "wlk-etcd", signals blocked), and one watch stream
+ * per bucket in use, each reference-counted. The first manager of the
+ * cluster in the process grants the lease and starts the thread; the last
+ * one's close stops the thread and revokes the lease. A fork child shares
+ * none of them: its inherited managers return %WLK_ESTATE.
+ *
  * The same rules hold: modes, FIFO per name, if_available, steal, signal,
- * timeout, close (the lease is revoked: every request and lock of the
- * manager goes in one revision, so none of its requests is granted on the
+ * timeout, close (every request and lock of the manager goes in one
+ * revision, one transaction, or the lease's revocation for the process's
+ * last manager of the cluster, so none of its requests is granted on the
  * way out), and wlk_query() is one linearizable read, atomic across names
  * at one revision. What differs:
  *
@@ -248,8 +257,8 @@
  *    new --initial-cluster-token, and re-fence the resources.
  *  - A process that dies without closing holds its locks until its lease
  *    expires: the TTL after its last keepalive (plus an election if the
- *    leader changes meanwhile). Each manager renews its lease every TTL/3
- *    from a library thread (signals blocked), on time, so a dead process's
+ *    leader changes meanwhile). The process renews its lease every TTL/3
+ *    from its library thread, on time, so a dead process's
  *    lease has between 2/3 of the TTL and all of it left. etcd then deletes
  *    the keys late: its lessor looks for expired leases every 500 ms
  *    (etcd 3.4, 3.5) and revokes them through raft, so the deletion comes
@@ -259,8 +268,9 @@
  *    round trip; bench/etcd measures each part (a lease of etcd's alone,
  *    never renewed, is deleted as late).
  *  - Losing a lock: a process paused, or cut off from the cluster, for
- *    longer than the TTL loses its locks, and they are granted to others.
- *    Its holders then see wlk_lock_stolen() true and wlk_release() return
+ *    longer than the TTL loses its locks (those of all its managers of the
+ *    cluster, on their one lease), and they are granted to others; a new
+ *    lease serves the requests that follow. Its holders then see wlk_lock_stolen() true and wlk_release() return
  *    %WLK_ESTOLEN, as after a steal, once the manager learns it: when the
  *    cluster answers again (its watch, or its next keepalive), or after a
  *    whole TTL without an answer (even if the cluster kept the lease). Its
@@ -300,7 +310,8 @@
  *    costs in proportion to the bucket's requests.
  *  - detect_deadlocks (DEADLOCKS above) keeps its rules: each request of
  *    such a manager (but if_available and steal, which never wait) reads
- *    the whole bucket, walks its graph (a manager is its lease), and puts
+ *    the whole bucket, walks its graph (a manager is its process's lease
+ *    and its number in the process, both in each of its keys), and puts
  *    its keys only if no key of the bucket was put since the read, so
  *    that two requests closing one cycle between them are never both
  *    queued; a bucket changed at each of 64 tries in a row is %WLK_EFULL.
@@ -323,8 +334,9 @@
  *    (not supported here) anyone who reaches it can read and change every
  *    bucket. Names are hex-encoded into keys, so no name reaches outside
  *    its bucket's keys.
- *  - A manager costs a lease, a thread, a watch connection and a few HTTP
- *    connections; an uncontended acquire and release are two round trips
+ *  - A process costs the cluster one lease, and keeps one thread and one
+ *    watch connection per bucket in use; a manager costs a few HTTP
+ *    connections. An uncontended acquire and release are two round trips
  *    to the cluster.
  *
  * CAVEATS

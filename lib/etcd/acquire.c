@@ -178,12 +178,15 @@ int wlk__etcd_submit(struct wlk__etcd_manager *m, struct wlk_lock *pl,
 		l->gone = 0;
 		l->put_rev = 0;
 		l->releasing = false;
-		r.lease = uatomic_read(&m->lease);
+		r.lease = wlk__etcd_lease(m);
 		l->lease = r.lease;
-		snprintf(tail, sizeof(tail), "%c%c-%016llx-%016llx",
+		/* The seq's high digits are the manager's number: managers
+		 * of a process share its lease, and a key names its
+		 * manager (deadlock.c) with both. */
+		snprintf(tail, sizeof(tail), "%c%c-%016llx-%08x%08x",
 			 o->steal ? '0' : '1', m_ch,
-			 (unsigned long long)r.lease,
-			 (unsigned long long)uatomic_add_return(&m->seq, 1));
+			 (unsigned long long)r.lease, (unsigned int)m->no,
+			 (unsigned int)uatomic_add_return(&m->seq, 1));
 		if (pl->scope) {
 			rc = wlk__etcd_scope_keys(m, l, tail, strlen(tail));
 			if (rc)
@@ -207,13 +210,22 @@ int wlk__etcd_submit(struct wlk__etcd_manager *m, struct wlk_lock *pl,
 			rc = request(&r, o, wait, held);
 		*queued = !rc && !*held && !wait && !o->steal &&
 			  !o->if_available;
+		/* Closed meanwhile: the close deleted the keys it found,
+		 * maybe before this put (the lease lives on for the
+		 * process's other managers). */
+		if (!rc && (*held || *queued) &&
+		    uatomic_read(&m->base.closed)) {
+			(void)wlk__etcd_delete(m, l, NULL);
+			*held = *queued = false;
+			rc = WLK_ESTATE;
+		}
 		if (!rc && (*held || *queued))
 			break;
 		track(m, l, false);
 		wlk__etcd_forget_keys(l);
 		if (rc != -ENOENT || uatomic_read(&m->base.closed))
 			break;
-		rc = wlk__etcd_lease_renew(m, r.lease);
+		rc = wlk__etcd_lease_renew(m->a, r.lease);
 		if (rc)
 			break;
 		rc = WLK_EABORTED;

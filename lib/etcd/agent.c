@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent.c - a manager's agent thread: it keeps the manager's lease alive
- * and reads its watch stream (watch.c).
+ * agent.c - an agent's thread (one per process and cluster, registry.c):
+ * it keeps the agent's lease alive and reads the watch streams of the
+ * buckets its managers use (watch.c), one per bucket.
  *
  * Keepalive every TTL/3. A lease the cluster no longer knows (expired
  * during a partition or a pause), or no acknowledgement for a whole TTL
  * (the cluster may have expired it meanwhile), is a lost lease: every
- * lock on it is marked gone (its holder sees it stolen), and a new lease
- * is granted for the requests that follow.
+ * lock on it, of every manager of the agent, is marked gone (its holder
+ * sees it stolen), and a new lease is granted for the requests that
+ * follow. The last manager's close stops the thread and revokes the
+ * lease.
  */
 #include <errno.h>
 #include <signal.h>
@@ -24,6 +27,9 @@
 #define POLL_MS 200
 /* A watch that could not be set up is tried again after this long. */
 #define RETRY_MS 100
+/* The thread's name (/proc/PID/task/TID/comm, weblocks.h: ETCD ENGINE);
+ * 15 bytes at most. */
+#define THREAD_NAME "wlk-etcd"
 
 int wlk__etcd_lease_grant(struct wlk__etcd_conn *c, unsigned int ttl,
 			  uint64_t *id)
@@ -51,7 +57,7 @@ int wlk__etcd_lease_grant(struct wlk__etcd_conn *c, unsigned int ttl,
 }
 
 /* 0: renewed; 1: the lease is gone; <0: no answer. */
-static int keepalive(struct wlk__etcd_manager *m, uint64_t lease)
+static int keepalive(struct wlk__etcd_agent *a, uint64_t lease)
 {
 	struct json_object *req = json_object_new_object(), *rep, *r;
 	int64_t ttl = 0;
@@ -60,7 +66,7 @@ static int keepalive(struct wlk__etcd_manager *m, uint64_t lease)
 	if (!req)
 		return -ENOMEM;
 	json_object_object_add(req, "ID", wlk__etcd_jstr_int((int64_t)lease));
-	rc = wlk__etcd_call(&m->conn, "/v3/lease/keepalive", req, &rep);
+	rc = wlk__etcd_call(&a->conn, "/v3/lease/keepalive", req, &rep);
 	json_object_put(req);
 	if (rc == -ENOENT)
 		return 1;
@@ -84,100 +90,178 @@ static bool on_lease(const struct wlk__etcd_lock *l, uint64_t id)
 	       !memcmp(l->key + l->key_len - KEY_TAIL + 3, hex, LEASE_DIGITS);
 }
 
+static int lease_revoke(struct wlk__etcd_agent *a)
+{
+	struct json_object *req = json_object_new_object(), *rep;
+	int rc;
+
+	if (!req)
+		return -ENOMEM;
+	json_object_object_add(req, "ID", wlk__etcd_jstr_int(
+						  (int64_t)uatomic_read(
+							  &a->lease)));
+	rc = wlk__etcd_call(&a->conn, "/v3/lease/revoke", req, &rep);
+	json_object_put(req);
+	if (!rc)
+		json_object_put(rep);
+	return rc;
+}
+
 /*
  * wlk__etcd_lease_renew() - lease @old is lost (the cluster said so, or
- * did not answer for a TTL): so are the locks on it, which are marked
- * gone; a new lease for what follows, unless another thread got one
+ * did not answer for a TTL): so are the locks on it, of every manager of
+ * @a, which are marked gone; a new lease for what follows, with each
+ * manager's presence key put on it, unless another thread got one
  * already. 0, or as wlk__etcd_lease_grant() (the next call tries again).
  */
-int wlk__etcd_lease_renew(struct wlk__etcd_manager *m, uint64_t old)
+int wlk__etcd_lease_renew(struct wlk__etcd_agent *a, uint64_t old)
 {
+	struct wlk__etcd_manager *m;
 	struct wlk__etcd_lock *l;
 	uint64_t id;
 	int rc = 0;
 
-	pthread_mutex_lock(&m->lease_mu);
-	if (uatomic_read(&m->lease) == old) {
+	pthread_mutex_lock(&a->lease_mu);
+	if (a->dead) {
+		rc = -ENOENT; /* its last manager closed */
+		goto out;
+	}
+	if (uatomic_read(&a->lease) != old)
+		goto out;
+	pthread_mutex_lock(&a->mu);
+	cds_list_for_each_entry(m, &a->managers, peer) {
 		pthread_mutex_lock(&m->lmu);
 		cds_list_for_each_entry(l, &m->locks, link)
 			if (!l->releasing && on_lease(l, old))
 				uatomic_set(&l->gone, 1);
 		pthread_mutex_unlock(&m->lmu);
 		wlk__etcd_wake(m);
-		rc = wlk__etcd_lease_grant(&m->conn, m->ttl, &id);
-		if (!rc) {
-			uatomic_set(&m->lease, id);
-			rc = wlk__etcd_bucket_join(m, m->base.max_name_len,
-						   NULL);
+	}
+	pthread_mutex_unlock(&a->mu);
+	rc = wlk__etcd_lease_grant(&a->conn, a->ttl, &id);
+	if (rc)
+		goto out;
+	uatomic_set(&a->lease, id);
+	pthread_mutex_lock(&a->mu);
+	cds_list_for_each_entry(m, &a->managers, peer) {
+		int err = wlk__etcd_bucket_join(m, m->base.max_name_len, NULL);
+
+		if (!rc)
+			rc = err;
+	}
+	pthread_mutex_unlock(&a->mu);
+out:
+	pthread_mutex_unlock(&a->lease_mu);
+	return rc;
+}
+
+/* The streams of @a's watches, under a->mu: the unused ones ended and
+ * freed, the others (re)started when due. */
+static void tend_watches(struct wlk__etcd_agent *a, CURLM *multi)
+{
+	struct wlk__etcd_watch *w, *wt;
+	uint64_t now = wlk__now_ns();
+
+	cds_list_for_each_entry_safe(w, wt, &a->watches, link) {
+		if (!w->users) {
+			wlk__etcd_watch_end(multi, w);
+			cds_list_del(&w->link);
+			free(w->prefix);
+			free(w);
+			continue;
+		}
+		if (w->h || now < w->retry_at)
+			continue;
+		if (wlk__etcd_watch_begin(multi, w))
+			w->retry_at = now + RETRY_MS * 1000000u;
+		else if (w->restarted)
+			wlk__etcd_watch_resync(w);
+	}
+}
+
+/* What curl says of the streams, under a->mu: one that ended resumes
+ * elsewhere, or from the present after a compaction; one that failed
+ * (a message we could not read) starts anew. */
+static void reap_watches(struct wlk__etcd_agent *a, CURLM *multi)
+{
+	struct wlk__etcd_watch *w;
+	CURLMsg *msg;
+	int left;
+
+	while ((msg = curl_multi_info_read(multi, &left))) {
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		cds_list_for_each_entry(w, &a->watches, link) {
+			if (msg->easy_handle != w->h)
+				continue;
+			if (w->compacted)
+				w->rev = 0;
+			uatomic_set(&a->conn.cur,
+				    (w->member + 1) % a->conn.n_url);
+			wlk__etcd_watch_end(multi, w);
+			w->restarted = true;
+			w->retry_at = wlk__now_ns() + RETRY_MS * 1000000u;
+			break;
 		}
 	}
-	pthread_mutex_unlock(&m->lease_mu);
-	return rc;
+	cds_list_for_each_entry(w, &a->watches, link) {
+		if (w->h && w->failed) {
+			wlk__etcd_watch_end(multi, w);
+			w->restarted = true;
+		}
+	}
+}
+
+/* The keepalive went elsewhere: so do the streams, from the member that
+ * answers. */
+static void follow_member(struct wlk__etcd_agent *a, CURLM *multi)
+{
+	struct wlk__etcd_watch *w;
+
+	pthread_mutex_lock(&a->mu);
+	cds_list_for_each_entry(w, &a->watches, link) {
+		if (w->h && uatomic_read(&a->conn.cur) != w->member) {
+			wlk__etcd_watch_end(multi, w);
+			w->restarted = true;
+		}
+	}
+	pthread_mutex_unlock(&a->mu);
 }
 
 static void *agent_main(void *arg)
 {
-	struct wlk__etcd_manager *m = arg;
-	uint64_t period = (uint64_t)m->ttl * 1000000000u / 3;
+	struct wlk__etcd_agent *a = arg;
+	uint64_t period = (uint64_t)a->ttl * 1000000000u / 3;
 	uint64_t now = wlk__now_ns(), next_ka = now + period, acked = now;
-	CURLM *multi = m->wake;
-	struct wlk__etcd_watch *w = &m->w;
-	bool restarted = false;
-	uint64_t retry_at = 0;
+	CURLM *multi = a->multi;
+	struct wlk__etcd_watch *w;
 
-	memset(w, 0, sizeof(*w));
-	w->m = m;
+	(void)pthread_setname_np(pthread_self(), THREAD_NAME);
+	while (!uatomic_read(&a->stop)) {
+		int running = 0;
 
-	while (!uatomic_read(&m->stop)) {
-		int running = 0, left;
-		CURLMsg *msg;
-
-		now = wlk__now_ns();
-		if (!w->h && now >= retry_at) {
-			if (wlk__etcd_watch_begin(multi, w))
-				retry_at = now + RETRY_MS * 1000000u;
-			else if (restarted) {
-				wlk__etcd_resync(m);
-				wlk__etcd_wake(m);
-			}
-		}
+		/* The streams' callbacks (watch.c) tell the managers of
+		 * their bucket, which close and open do not change
+		 * meanwhile. */
+		pthread_mutex_lock(&a->mu);
+		tend_watches(a, multi);
 		curl_multi_perform(multi, &running);
-		while ((msg = curl_multi_info_read(multi, &left))) {
-			if (msg->msg != CURLMSG_DONE || msg->easy_handle != w->h)
-				continue;
-			/* The stream ended: resume elsewhere, or from the
-			 * present after a compaction. */
-			if (w->compacted)
-				m->watch_rev = 0;
-			uatomic_set(&m->conn.cur,
-				    (w->member + 1) % m->conn.n_url);
-			wlk__etcd_watch_end(multi, w);
-			restarted = true;
-			retry_at = wlk__now_ns() + RETRY_MS * 1000000u;
-		}
-		if (w->h && w->failed) {
-			wlk__etcd_watch_end(multi, w);
-			restarted = true;
-		}
+		reap_watches(a, multi);
+		pthread_mutex_unlock(&a->mu);
 		now = wlk__now_ns();
 		if (now >= next_ka) {
-			uint64_t lease = uatomic_read(&m->lease);
-			int rc = keepalive(m, lease);
+			uint64_t lease = uatomic_read(&a->lease);
+			int rc = keepalive(a, lease);
 
 			if (rc == 0)
 				acked = now;
 			if (rc == 1 || (rc < 0 && wlk__now_ns() - acked >=
 							  period * 3)) {
-				(void)wlk__etcd_lease_renew(m, lease);
+				(void)wlk__etcd_lease_renew(a, lease);
 				acked = wlk__now_ns();
 			}
 			next_ka = now + period;
-			/* The keepalive went elsewhere: so does the watch,
-			 * from the member that answers. */
-			if (w->h && uatomic_read(&m->conn.cur) != w->member) {
-				wlk__etcd_watch_end(multi, w);
-				restarted = true;
-			}
+			follow_member(a, multi);
 		}
 		/* Woken for the next keepalive on time: the lease's TTL
 		 * left is then never below 2/3 of it while the process
@@ -190,55 +274,64 @@ static void *agent_main(void *arg)
 				POLL_MS : (int)((next_ka - now) / 1000000u) + 1,
 				NULL);
 	}
-	wlk__etcd_watch_end(multi, w);
+	pthread_mutex_lock(&a->mu);
+	cds_list_for_each_entry(w, &a->watches, link)
+		wlk__etcd_watch_end(multi, w);
+	pthread_mutex_unlock(&a->mu);
 	return NULL;
 }
 
 /*
- * wlk__etcd_agent_start() - start @m's agent (its lease granted) and wait
- * until its watch is in place, so that no deletion after the open is
- * missed. Return: 0, -EHOSTUNREACH (no watch within the call timeout),
- * -ENOMEM, -EAGAIN (no thread).
+ * wlk__etcd_agent_start() - grant @a's lease and start its thread.
+ * Return: 0, -ENOMEM, -EAGAIN (no thread), or as wlk__etcd_call().
  */
-int wlk__etcd_agent_start(struct wlk__etcd_manager *m)
+int wlk__etcd_agent_start(struct wlk__etcd_agent *a)
 {
-	uint64_t deadline = wlk__now_ns() + m->conn.timeout_ms * 1000000u;
 	sigset_t all, old;
+	uint64_t lease;
 	int rc;
 
-	m->wake = curl_multi_init();
-	if (!m->wake)
+	rc = wlk__etcd_lease_grant(&a->conn, a->ttl, &lease);
+	if (rc)
+		return rc;
+	a->lease = lease;
+	a->multi = curl_multi_init();
+	if (!a->multi) {
+		(void)lease_revoke(a);
 		return -ENOMEM;
+	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	rc = pthread_create(&m->agent, NULL, agent_main, m);
+	rc = pthread_create(&a->thread, NULL, agent_main, a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
-		curl_multi_cleanup(m->wake);
-		m->wake = NULL;
+		curl_multi_cleanup(a->multi);
+		a->multi = NULL;
+		(void)lease_revoke(a);
 		return wlk__errno(rc);
-	}
-	m->agent_on = true;
-	while (!uatomic_read(&m->watching)) {
-		struct wlk__waitv v = { &m->watching, 0 };
-
-		if (wlk__now_ns() >= deadline) {
-			wlk__etcd_agent_stop(m);
-			return -EHOSTUNREACH;
-		}
-		(void)wlk__futex_wait(&v, 1, deadline);
 	}
 	return 0;
 }
 
-void wlk__etcd_agent_stop(struct wlk__etcd_manager *m)
+/* Stop @a's thread (its streams ended, their memory freed) and revoke
+ * its lease: the keys left on it go in one revision, so that none of
+ * its requests is granted on the way out. */
+void wlk__etcd_agent_stop(struct wlk__etcd_agent *a)
 {
-	if (!m->agent_on)
-		return;
-	uatomic_set(&m->stop, 1);
-	curl_multi_wakeup(m->wake);
-	pthread_join(m->agent, NULL);
-	curl_multi_cleanup(m->wake);
-	m->wake = NULL;
-	m->agent_on = false;
+	struct wlk__etcd_watch *w, *wt;
+
+	uatomic_set(&a->stop, 1);
+	curl_multi_wakeup(a->multi);
+	pthread_join(a->thread, NULL);
+	cds_list_for_each_entry_safe(w, wt, &a->watches, link) {
+		cds_list_del(&w->link);
+		free(w->prefix);
+		free(w);
+	}
+	curl_multi_cleanup(a->multi);
+	a->multi = NULL;
+	pthread_mutex_lock(&a->lease_mu);
+	a->dead = true;
+	(void)lease_revoke(a);
+	pthread_mutex_unlock(&a->lease_mu);
 }

@@ -3,8 +3,11 @@
  * bucket.c - a bucket on etcd besides its entries: a marker key that its
  * first opener puts (its value: the bucket's max_name_len, which later
  * openers get, as a segment's geometry is its creator's), one presence
- * key per open manager (on its lease), and wlk_bucket_remove(), which
- * deletes the marker unless a manager is present. Both keys lie outside
+ * key per open manager (on its agent's lease, named by the lease and the
+ * manager's number), deleted by its close (with its requests and locks,
+ * when other managers of the process keep the lease alive), and
+ * wlk_bucket_remove(), which deletes the marker unless a manager is
+ * present. Both keys lie outside
  * the bucket's range of entries: the prefix ends in '/', they in '#' and
  * '!', which no name's hex has.
  *
@@ -25,18 +28,23 @@
 /* The marker's value: a decimal max_name_len. */
 #define MARKER_DIGITS 10
 
-/* The bucket's prefix with its '/' made @tail, and @id in hex if not 0. */
+/* "<lease>-<manager>": a presence key's tail (CLIENT_DIGITS). */
+#define PRESENCE_ID_MAX (CLIENT_DIGITS + 1)
+
+/* The bucket's prefix with its '/' made @tail, and the client @id of
+ * (lease, no) in hex if the lease is not 0. */
 static char *key_of(const char *prefix, size_t len, char tail, uint64_t id,
-		    size_t *out_len)
+		    uint32_t no, size_t *out_len)
 {
-	char *k = malloc(len + 17);
+	char *k = malloc(len + PRESENCE_ID_MAX);
 
 	if (!k)
 		return NULL;
 	memcpy(k, prefix, len);
 	k[len - 1] = tail;
 	if (id)
-		snprintf(k + len, 17, "%016llx", (unsigned long long)id);
+		snprintf(k + len, PRESENCE_ID_MAX, "%016llx-%08x",
+			 (unsigned long long)id, (unsigned int)no);
 	else
 		k[len] = '\0';
 	*out_len = strlen(k);
@@ -126,10 +134,11 @@ static int marker_value(struct json_object *rep, uint32_t *out)
 int wlk__etcd_bucket_join(struct wlk__etcd_manager *m, uint32_t max_name_len,
 			  uint32_t *out)
 {
-	uint64_t lease = uatomic_read(&m->lease);
+	uint64_t lease = wlk__etcd_lease(m);
 	size_t ml = 0, pl = 0;
-	char *mk = key_of(m->prefix, m->prefix_len, MARKER_TAIL, 0, &ml);
-	char *pk = key_of(m->prefix, m->prefix_len, PRESENCE_TAIL, lease, &pl);
+	char *mk = key_of(m->prefix, m->prefix_len, MARKER_TAIL, 0, 0, &ml);
+	char *pk = key_of(m->prefix, m->prefix_len, PRESENCE_TAIL, lease,
+			  m->no, &pl);
 	char val[MARKER_DIGITS + 1];
 	struct json_object *t = json_object_new_object(), *rep;
 	int rc = -ENOMEM;
@@ -170,8 +179,8 @@ out:
 int wlk__etcd_bucket_remove(struct wlk__etcd_manager *m)
 {
 	size_t ml = 0, pl = 0;
-	char *mk = key_of(m->prefix, m->prefix_len, MARKER_TAIL, 0, &ml);
-	char *pk = key_of(m->prefix, m->prefix_len, PRESENCE_TAIL, 0, &pl);
+	char *mk = key_of(m->prefix, m->prefix_len, MARKER_TAIL, 0, 0, &ml);
+	char *pk = key_of(m->prefix, m->prefix_len, PRESENCE_TAIL, 0, 0, &pl);
 	struct json_object *t = json_object_new_object(), *rep, *rs, *d;
 	int64_t deleted = 0;
 	bool ok = false;
@@ -210,4 +219,74 @@ out:
 	free(mk);
 	free(pk);
 	return rc;
+}
+
+/* Deletions in one Txn at most: etcd's default --max-txn-ops is 128. */
+#define LEAVE_OPS 100
+
+/* Send the deletions in @ops (an array, taken) as one Txn. */
+static int delete_txn(struct wlk__etcd_manager *m, struct json_object *ops)
+{
+	struct json_object *t = json_object_new_object(), *rep;
+	int rc;
+
+	if (!t) {
+		json_object_put(ops);
+		return -ENOMEM;
+	}
+	json_object_object_add(t, "success", ops);
+	rc = wlk__etcd_call(&m->conn, "/v3/kv/txn", t, &rep);
+	json_object_put(t);
+	if (!rc)
+		json_object_put(rep);
+	return rc;
+}
+
+/*
+ * wlk__etcd_bucket_leave() - @m closes while its agent's @lease lives on
+ * (its other managers): its presence key on @lease and the keys of its
+ * requests and locks go, a Txn for LEAVE_OPS of them (one, but for a
+ * manager with many). 0, -ENOMEM, or as wlk__etcd_call(): a key left
+ * behind goes with the lease.
+ */
+int wlk__etcd_bucket_leave(struct wlk__etcd_manager *m, uint64_t lease)
+{
+	size_t pl = 0;
+	char *pk = key_of(m->prefix, m->prefix_len, PRESENCE_TAIL, lease,
+			  m->no, &pl);
+	struct json_object *ops = json_object_new_array();
+	struct wlk__etcd_lock *l;
+	int rc = 0, err;
+
+	if (!pk || !ops) {
+		free(pk);
+		json_object_put(ops);
+		return -ENOMEM;
+	}
+	json_object_array_add(ops, op("request_delete_range", pk, pl, NULL, 0));
+	free(pk);
+	pthread_mutex_lock(&m->lmu);
+	cds_list_for_each_entry(l, &m->locks, link) {
+		for (unsigned int i = 0; i < wlk__etcd_nkeys(l); i++) {
+			size_t kl;
+			const char *k = wlk__etcd_key(l, i, &kl);
+
+			if (json_object_array_length(ops) == LEAVE_OPS) {
+				/* The manager's mutex is not the segment's:
+				 * a call under it only holds up the watch. */
+				err = delete_txn(m, ops);
+				rc = rc ? rc : err;
+				ops = json_object_new_array();
+				if (!ops) {
+					pthread_mutex_unlock(&m->lmu);
+					return -ENOMEM;
+				}
+			}
+			json_object_array_add(ops, op("request_delete_range",
+						      k, kl, NULL, 0));
+		}
+	}
+	pthread_mutex_unlock(&m->lmu);
+	err = delete_txn(m, ops);
+	return rc ? rc : err;
 }

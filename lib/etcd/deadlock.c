@@ -6,8 +6,9 @@
  * other.
  *
  * The graph is the shared-memory engine's (spec/deadlock.c), read from
- * one read of the bucket: a manager is its lease (every key of a manager
- * carries it: etcd.h); a pending entry waits for the other managers with
+ * one read of the bucket: a manager is its client digits, its lease (its
+ * process's, shared by the process's managers of the cluster) and its
+ * number in the process (every key of a manager carries both: etcd.h); a pending entry waits for the other managers with
  * an entry before it on its name in a conflicting mode (held, or queued
  * ahead: a held entry after a pending one is shared behind a shared one,
  * no conflict). A new request comes after every entry of its names, so it
@@ -39,7 +40,7 @@ static bool conflict(enum wlk_mode a, enum wlk_mode b)
 	return a != WLK_SHARED || b != WLK_SHARED;
 }
 
-/* The manager of an entry: its lease's digits in its key's tail. */
+/* The manager of an entry: its client digits in its key's tail. */
 static const char *client_of(const struct wlk__etcd_entry *e)
 {
 	return e->key + e->key_len - KEY_TAIL + 3;
@@ -48,7 +49,7 @@ static const char *client_of(const struct wlk__etcd_entry *e)
 static bool same_client(const struct wlk__etcd_entry *a,
 			const struct wlk__etcd_entry *b)
 {
-	return !memcmp(client_of(a), client_of(b), LEASE_DIGITS);
+	return !memcmp(client_of(a), client_of(b), CLIENT_DIGITS);
 }
 
 /* Mark every entry of @e's manager reached. */
@@ -63,7 +64,7 @@ static void reach(struct wlk__etcd_kvs *k, const struct wlk__etcd_entry *e,
 }
 
 /*
- * Whether @l, a request of the manager whose lease is @me (hex digits),
+ * Whether @l, a request of the manager whose client is @me (hex digits),
  * would close a cycle in @k (the bucket, classified, without @l): 0 with
  * *@cycle, or -ENOMEM.
  */
@@ -77,7 +78,7 @@ static int closes_cycle(const struct wlk__etcd_lock *l, const char *me,
 	for (size_t i = 0; i < k->n; i++) {
 		const struct wlk__etcd_entry *e = &k->e[i];
 
-		if (memcmp(client_of(e), me, LEASE_DIGITS) &&
+		if (memcmp(client_of(e), me, CLIENT_DIGITS) &&
 		    conflict(e->mode, l->base.mode) && wlk__etcd_on_names(l, e))
 			reach(k, e, in, &grew);
 	}
@@ -98,7 +99,7 @@ static int closes_cycle(const struct wlk__etcd_lock *l, const char *me,
 	*cycle = false;
 	for (size_t i = 0; i < k->n; i++)
 		*cycle |= in[i] && !memcmp(client_of(&k->e[i]), me,
-					   LEASE_DIGITS);
+					   CLIENT_DIGITS);
 	free(in);
 	return 0;
 }
@@ -140,10 +141,11 @@ int wlk__etcd_put_checked(struct wlk__etcd_req *r, struct wlk__etcd_kvs *k)
 {
 	struct wlk__etcd_manager *m = r->m;
 	struct wlk__etcd_kvs b = { 0 };
-	char me[LEASE_DIGITS + 1];
+	char me[CLIENT_DIGITS + 1];
 	int rc = wlk__etcd_range(m, m->prefix, m->prefix_len, &b);
 
-	snprintf(me, sizeof(me), "%016llx", (unsigned long long)r->lease);
+	snprintf(me, sizeof(me), "%016llx-%08x", (unsigned long long)r->lease,
+		 (unsigned int)m->no);
 	for (int round = 0; !rc && round < CHECK_ROUNDS; round++) {
 		struct wlk__etcd_kvs next = { 0 };
 		bool cycle = false, applied = false;

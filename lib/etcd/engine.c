@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * engine.c - the etcd engine as the API layer sees it (struct
- * wlk__engine, engine.h): a manager is a lease of the cluster with an
- * agent thread (agent.c), a lock an entry (acquire.c), a query one range
- * (query.c), the async path an epoll set the agent rings (async.c).
- * What is left is here: becoming a client and leaving.
+ * wlk__engine, engine.h): a manager is a client of its process's agent
+ * of the cluster (registry.c: one lease and one thread per process and
+ * cluster, one watch per bucket), a lock an entry (acquire.c), a query
+ * one range (query.c), the async path an epoll set the agent rings
+ * (async.c). What is left is here: becoming a client and leaving.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,23 +30,6 @@ static unsigned int lease_ttl(void)
 	v = strtoul(s, &end, 10);
 	return *end || v == 0 || v > WLK_ETCD_TTL_MAX ? WLK_ETCD_TTL_DEFAULT
 						     : (unsigned int)v;
-}
-
-static int lease_revoke(struct wlk__etcd_manager *m)
-{
-	struct json_object *req = json_object_new_object(), *rep;
-	int rc;
-
-	if (!req)
-		return -ENOMEM;
-	json_object_object_add(req, "ID", wlk__etcd_jstr_int(
-						  (int64_t)uatomic_read(
-							  &m->lease)));
-	rc = wlk__etcd_call(&m->conn, "/v3/lease/revoke", req, &rep);
-	json_object_put(req);
-	if (!rc)
-		json_object_put(rep);
-	return rc;
 }
 
 /* The parts open and remove share: the members and the prefix. */
@@ -75,20 +59,6 @@ static void teardown(struct wlk__etcd_manager *m)
 	m->prefix = NULL;
 }
 
-/* Managers record the fork generation they were opened in; the child
- * of a fork must see it move on, whichever engines the process uses. */
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
-
-static void fork_child(void)
-{
-	wlk__fork_gen_bump();
-}
-
-static void fork_init(void)
-{
-	(void)pthread_atfork(NULL, NULL, fork_child);
-}
-
 /* The options every engine checks, as the shared-memory one does: a
  * segment's permissions (a subset of 0666 with the owner's 0600) and
  * capacities mean nothing on etcd, but a value out of range is an error
@@ -112,53 +82,38 @@ static int etcd_open(struct wlk_manager *pub, const char *origin,
 	struct wlk__etcd_manager *m = wlk__etcd_m(pub);
 	uint32_t max_name_len = o->max_name_len ? o->max_name_len
 					       : WLK_DEFAULT_MAX_NAME_LEN;
-	uint64_t lease;
 	int rc;
 
 	m->efd = m->ring_fd = -1;
 	rc = options_ok(o);
 	if (rc)
 		return rc;
-	pthread_once(&fork_once, fork_init);
 	rc = setup(m, origin, o);
 	if (rc)
 		return rc;
 	CDS_INIT_LIST_HEAD(&m->locks);
 	rc = pthread_mutex_init(&m->lmu, NULL);
-	if (!rc) {
-		rc = pthread_mutex_init(&m->lease_mu, NULL);
-		if (rc)
-			pthread_mutex_destroy(&m->lmu);
-	}
 	if (rc) {
 		teardown(m);
 		return wlk__errno(rc);
 	}
-	m->ttl = lease_ttl();
 	m->detect = o->detect_deadlocks;
-	rc = wlk__etcd_lease_grant(&m->conn, m->ttl, &lease);
-	if (!rc) {
-		m->lease = lease;
-		rc = wlk__etcd_bucket_join(m, max_name_len, &max_name_len);
-		pub->max_name_len = max_name_len;
-		if (!rc)
-			rc = wlk__etcd_agent_start(m);
-		if (rc)
-			(void)lease_revoke(m);
-	}
+	rc = wlk__etcd_agent_join(m, wlk__etcd_backend(o), lease_ttl(),
+				  max_name_len, &max_name_len);
 	if (rc) {
-		pthread_mutex_destroy(&m->lease_mu);
 		pthread_mutex_destroy(&m->lmu);
 		teardown(m);
 		return rc;
 	}
+	pub->max_name_len = max_name_len;
 	wlk__etcd_local_add(m, true);
 	return 0;
 }
 
-/* Revoking the lease deletes every entry of the manager in one revision:
- * its requests and its locks at once, so none of its requests is granted
- * on the way out. */
+/* Leaving the agent deletes every entry of the manager, in one revision
+ * (one Txn, or the lease's revocation if it was the agent's last
+ * manager): its requests and its locks at once, so that none of its
+ * requests is granted on the way out. */
 static void etcd_close(struct wlk_manager *pub)
 {
 	struct wlk__etcd_manager *m = wlk__etcd_m(pub);
@@ -166,13 +121,12 @@ static void etcd_close(struct wlk_manager *pub)
 	struct wlk_async *r;
 
 	wlk__etcd_local_add(m, false);
-	wlk__etcd_agent_stop(m);
-	(void)lease_revoke(m);
+	wlk__etcd_agent_leave(m);
 	/* The async close, next, frees the handles of the requests still
 	 * owed a callback (waiting, or granted and not yet dispatched) as
 	 * it settles them with WLK_ESTATE, without the engine: their keys
-	 * go now. (A blocking request's key stays: its thread deletes it on
-	 * its way out.) */
+	 * are gone now. (A blocking request's thread deletes its key on its
+	 * way out: the close may have come before its put.) */
 	pthread_mutex_lock(&pub->amu);
 	cds_list_for_each_entry(r, &pub->pending, link) {
 		if (r->l && (!r->settled || !r->status)) {
@@ -194,16 +148,17 @@ static void etcd_free(struct wlk_manager *pub)
 {
 	struct wlk__etcd_manager *m = wlk__etcd_m(pub);
 
-	/* A fork child's copy has no agent thread to stop. A manager never
-	 * closed (the API closes every one it opened) is still listed. */
-	if (pub->fork_gen == wlk__fork_gen()) {
-		if (m->agent_on)
+	/* A fork child's copy leaves its parent's agent alone (its thread
+	 * and lease are the parent's). A manager never closed (the API
+	 * closes every one it opened) is still a client. */
+	if (pub->fork_gen == wlk__fork_gen() && m->a) {
+		if (m->w)
 			wlk__etcd_local_add(m, false);
-		wlk__etcd_agent_stop(m);
+		wlk__etcd_agent_leave(m);
+		wlk__etcd_agent_drop(m);
 	}
 	if (m->efd >= 0)
 		close(m->efd);
-	pthread_mutex_destroy(&m->lease_mu);
 	pthread_mutex_destroy(&m->lmu);
 	teardown(m);
 }

@@ -6,10 +6,13 @@
  *
  * The mapping (weblocks.h, ETCD ENGINE):
  *
- *  - A request is one key, attached to its manager's lease:
+ *  - A request is one key, attached to its process's lease (one per
+ *    process and cluster, shared by its managers: registry.c):
  *        wlk1/<hex origin>.<hex bucket>.<hex partition>/<hex name>/<c><m>-<lease>-<seq>
  *    where c is '0' for a steal and '1' otherwise, m is 'x' or 's', lease
- *    and seq 16 hex digits each. Names and identifiers are hex-encoded, so
+ *    and seq 16 hex digits each; seq's first 8 are the manager's number in
+ *    its process, so that lease and number name the manager (its client,
+ *    deadlock.c). Names and identifiers are hex-encoded, so
  *    no byte of them can reach outside its bucket's or name's prefix. The
  *    value is "<m> <pid> <clientId>".
  *  - The entries of a name, ordered by (c, create_revision), are one list:
@@ -19,9 +22,10 @@
  *  - The fencing token of a grant is the revision of the read that first
  *    shows the entry held: cluster-wide, and above every earlier grant of
  *    the name (that grant's entry was deleted before, at a lower revision).
- *  - A manager's agent thread renews its lease and watches the bucket's
- *    deletions: it marks its locks whose keys vanish as stolen, and wakes
- *    the manager's waiters, who read their name again.
+ *  - The process's agent thread renews its lease and watches the
+ *    deletions of each bucket in use, one stream per bucket: it marks the
+ *    locks whose keys vanish as stolen, and wakes the waiters of the
+ *    managers of the bucket, who read their name again.
  */
 #ifndef WLK_ETCD_H
 #define WLK_ETCD_H
@@ -100,9 +104,23 @@ struct wlk__etcd_kvs {
 	size_t prefix_len; /* the bucket's */
 };
 
-/* watch.c: the agent's stream (CURLM and CURL handles as void *) */
+/* Managers of one cluster in a process share an agent (registry.c):
+ * one lease, one thread; and one watch stream per bucket (watch.c). */
+struct wlk__etcd_agent;
+
+/* watch.c: a bucket's stream, shared by the process's managers of it
+ * (CURLM and CURL handles as void *). Its stream is the agent thread's
+ * alone; the rest is under its agent's mu. */
 struct wlk__etcd_watch {
-	struct wlk__etcd_manager *m;
+	struct cds_list_head link; /* in its agent's watches */
+	struct wlk__etcd_agent *a;
+	char *prefix; /* the bucket's */
+	size_t prefix_len;
+	unsigned int users;  /* managers on it; 0: the agent ends it */
+	uint32_t created;    /* [A] futex: 1 once its stream was created */
+	int64_t rev;         /* resume the stream from here, or 0 */
+	bool restarted;      /* it broke: check the locks once back */
+	uint64_t retry_at;   /* when to try to start it again */
 	void *h;       /* CURL * */
 	void *hdr;     /* struct curl_slist * */
 	json_tokener *tok;
@@ -112,36 +130,50 @@ struct wlk__etcd_watch {
 	bool failed; /* a message we could not read: restart */
 	bool compacted;
 };
+
+/* registry.c and agent.c: a process's client of one cluster. */
+struct wlk__etcd_agent {
+	struct cds_list_head link; /* in the registry, under its mutex */
+	char *backend;             /* its key: the backend string */
+	unsigned long fork_gen;    /* the process it belongs to */
+	unsigned long users;       /* its open managers; under the
+				      registry's mutex */
+	unsigned long refs;        /* [A] its managers not yet freed: a
+				      closed one's requests still read the
+				      lease */
+	bool dead;                 /* under lease_mu: its lease revoked */
+	struct wlk__etcd_conn conn; /* the keepalives' and the watches' */
+	unsigned int ttl;          /* seconds */
+	uint64_t lease;            /* [A] the current lease */
+	pthread_mutex_t lease_mu;  /* one renewal at a time; before mu */
+	pthread_mutex_t mu;        /* guards managers and watches */
+	struct cds_list_head managers; /* struct wlk__etcd_manager.peer */
+	struct cds_list_head watches;  /* struct wlk__etcd_watch */
+	uint32_t next_no;          /* under mu: the next manager's number */
+	pthread_t thread;
+	uint32_t stop;             /* [A] the thread should end */
+	void *multi;               /* CURLM * of the thread */
+};
+
 struct wlk__etcd_manager {
 	struct wlk_manager base;
 	struct wlk__etcd_conn conn;
 	char *prefix; /* the bucket's prefix */
 	size_t prefix_len;
-	uint64_t lease;      /* [A] the current lease */
-	pthread_mutex_t lease_mu; /* one renewal at a time */
-	unsigned int ttl;    /* seconds */
-	bool detect;         /* detect_deadlocks (deadlock.c) */
+	struct wlk__etcd_agent *a;  /* its agent (registry.c), or NULL */
+	struct wlk__etcd_watch *w;  /* its bucket's watch, or NULL */
+	struct cds_list_head peer;  /* in a->managers, under a->mu */
+	uint32_t no;         /* its number in the agent: its keys' client */
+	bool woken;          /* under a->mu: a watch message concerns it */
 	uint64_t seq;        /* [A] the next request's number */
 	uint32_t events;     /* [A] futex: bumped by deletions in the bucket */
 	pthread_mutex_t lmu; /* guards locks */
 	struct cds_list_head locks; /* struct wlk__etcd_lock, pending+held */
-	struct cds_list_head all;   /* in bucket.c's list of open managers */
-	/* The agent thread (agent.c). */
-	pthread_t agent;
-	bool agent_on;
-	uint32_t stop;    /* [A] the agent should end */
-	uint32_t watching; /* [A] futex: 1 once its watch is created, 2 if it
-			      could not be */
-	void *wake;       /* CURLM * of the agent, for curl_multi_wakeup */
+	struct cds_list_head all;   /* in gone.c's list of open managers */
 	int ring_fd;      /* [A] efd while an async context exists, or -1 */
 	int efd;          /* the async descriptor's eventfd, or -1 */
 	struct wlk__etcd_actx *actx; /* async.c's, under base.amu */
-	int64_t watch_rev; /* the agent's: resume the watch from here */
-	/* The agent's stream: here, not on its stack, so that what it holds
-	 * stays reachable from the manager when a process exits with the
-	 * manager open (leak checkers cannot always scan a running
-	 * thread). */
-	struct wlk__etcd_watch w;
+	bool detect;      /* detect_deadlocks */
 };
 
 /* One key of a scope's request (scope.c): its name's prefix is the
@@ -240,6 +272,8 @@ bool wlk__etcd_same_name(const struct wlk__etcd_entry *a,
 int wlk__etcd_bucket_join(struct wlk__etcd_manager *m, uint32_t max_name_len,
 			  uint32_t *out) WLK_INTERNAL;
 int wlk__etcd_bucket_remove(struct wlk__etcd_manager *m) WLK_INTERNAL;
+int wlk__etcd_bucket_leave(struct wlk__etcd_manager *m,
+			   uint64_t lease) WLK_INTERNAL;
 
 /* gone.c */
 void wlk__etcd_local_add(struct wlk__etcd_manager *m, bool on) WLK_INTERNAL;
@@ -248,19 +282,39 @@ bool wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
 			 size_t len) WLK_INTERNAL;
 void wlk__etcd_wake(struct wlk__etcd_manager *m) WLK_INTERNAL;
 
+/* watch.c */
 int wlk__etcd_watch_begin(void *multi,
 			  struct wlk__etcd_watch *w) WLK_INTERNAL;
 void wlk__etcd_watch_end(void *multi,
 			 struct wlk__etcd_watch *w) WLK_INTERNAL;
-void wlk__etcd_resync(struct wlk__etcd_manager *m) WLK_INTERNAL;
+void wlk__etcd_watch_resync(struct wlk__etcd_watch *w) WLK_INTERNAL;
 
 /* agent.c */
-int wlk__etcd_agent_start(struct wlk__etcd_manager *m) WLK_INTERNAL;
-void wlk__etcd_agent_stop(struct wlk__etcd_manager *m) WLK_INTERNAL;
+int wlk__etcd_agent_start(struct wlk__etcd_agent *a) WLK_INTERNAL;
+void wlk__etcd_agent_stop(struct wlk__etcd_agent *a) WLK_INTERNAL;
 int wlk__etcd_lease_grant(struct wlk__etcd_conn *c, unsigned int ttl,
 			  uint64_t *id) WLK_INTERNAL;
-int wlk__etcd_lease_renew(struct wlk__etcd_manager *m,
+int wlk__etcd_lease_renew(struct wlk__etcd_agent *a,
 			  uint64_t old) WLK_INTERNAL;
+
+/* registry.c */
+int wlk__etcd_agent_join(struct wlk__etcd_manager *m, const char *backend,
+			 unsigned int ttl, uint32_t max_name_len,
+			 uint32_t *out) WLK_INTERNAL;
+void wlk__etcd_agent_leave(struct wlk__etcd_manager *m) WLK_INTERNAL;
+void wlk__etcd_agent_drop(struct wlk__etcd_manager *m) WLK_INTERNAL;
+
+/* The lease @m's requests go on now. */
+static inline uint64_t wlk__etcd_lease(struct wlk__etcd_manager *m)
+{
+	return uatomic_read(&m->a->lease);
+}
+
+/* A key's client (deadlock.c): its lease's digits, '-', and the first
+ * CLIENT_NO_DIGITS of its seq, its manager's number (acquire.c). */
+#define CLIENT_NO_DIGITS 8
+#define CLIENT_DIGITS (LEASE_DIGITS + 1 + CLIENT_NO_DIGITS)
+#define SEQ_NO_SHIFT 32
 
 /* txn.c: a request's transactions */
 /* "<m>[<members>] <pid> <clientId>" (scope.c: the members of a scope) */

@@ -7,7 +7,7 @@
  *
  *  - Members. A scope of n names is n entries, one under each name, put
  *    in one Txn: they share a creation revision, and their keys share one
- *    tail "<c><m>-<lease>-<seq>" (one request number). The value says
+ *    tail "<c><m>-<lease>-<seq>" (one request number: etcd.h). The value says
  *    how many members there are, "<m><n> <pid> <clientId>" (a single
  *    name's is "<m> <pid> ..."), so that a reader of the whole bucket
  *    knows a scope, and a scope it sees only part of. Every change to a

@@ -225,7 +225,7 @@ int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 	if (found && found != n)
 		return -EPROTO;
 	if (!found) {
-		if (!put || l->lease != uatomic_read(&m->lease))
+		if (!put || l->lease != wlk__etcd_lease(m))
 			return WLK_EABORTED;
 		uatomic_set(&l->gone, 1);
 		token = (uint64_t)put;

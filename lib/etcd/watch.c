@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * watch.c - a manager's watch stream on its bucket's prefix, deletions
- * only, read by the agent thread (agent.c). A deleted key that is one of
- * the manager's locks, not being released by us, marks that lock gone;
- * a deletion on a name the manager has a request on wakes its waiters
+ * watch.c - a bucket's watch stream, deletions only, one per process and
+ * bucket in use, shared by the process's managers of the bucket and read
+ * by their agent's thread (agent.c, registry.c). A deleted key that is
+ * one of a manager's locks, not being released by it, marks that lock
+ * gone; a deletion on a name a manager has a request on wakes its waiters
  * (gone.c). The stream resumes from the revision after the last event it
  * delivered when it breaks (a member killed or restarted: the next
  * member), and starts at the present after a compaction; after a restart
- * the locks are checked against one range (deletions in between).
- * Messages are untrusted: bounded, parsed with checks, and one that is
- * not etcd's ends the stream (and a new one starts).
+ * the locks of its managers are checked against one range (deletions in
+ * between). Messages are untrusted: bounded, parsed with checks, and one
+ * that is not etcd's ends the stream (and a new one starts).
  */
 #include <errno.h>
 #include <signal.h>
@@ -28,32 +29,88 @@
 /* Nesting of a watch message: result.events[].kv is 4 deep. */
 #define JSON_DEPTH 16
 
-/* Every lock put at or before @rev whose key the bucket lacks is gone. */
-void wlk__etcd_resync(struct wlk__etcd_manager *m)
+/* Every lock of @m put at or before @k's revision whose key @k (the
+ * bucket) lacks is gone. */
+static void resync(struct wlk__etcd_manager *m, struct wlk__etcd_kvs *k)
 {
-	struct wlk__etcd_kvs k = { 0 };
 	struct wlk__etcd_lock *l;
 
-	if (wlk__etcd_range(m, m->prefix, m->prefix_len, &k))
-		return; /* the next restart tries again */
 	pthread_mutex_lock(&m->lmu);
 	cds_list_for_each_entry(l, &m->locks, link) {
 		int64_t put = uatomic_read(&l->put_rev);
 
-		if (!l->releasing && put && put <= k.revision &&
-		    !wlk__etcd_kvs_find(&k, l->key, l->key_len))
+		if (!l->releasing && put && put <= k->revision &&
+		    !wlk__etcd_kvs_find(k, l->key, l->key_len))
 			uatomic_set(&l->gone, 1);
 	}
 	pthread_mutex_unlock(&m->lmu);
+}
+
+/* Whether @m is a manager of @w's bucket. */
+static bool on(const struct wlk__etcd_manager *m,
+	       const struct wlk__etcd_watch *w)
+{
+	return m->w == w;
+}
+
+/*
+ * wlk__etcd_watch_resync() - @w's stream is back after a break: the locks
+ * of its managers are checked against one read of the bucket, and their
+ * waiters woken. Under @w's agent's mu.
+ */
+void wlk__etcd_watch_resync(struct wlk__etcd_watch *w)
+{
+	struct wlk__etcd_kvs k = { 0 };
+	struct wlk__etcd_manager *m;
+	bool tried = false, read = false;
+
+	cds_list_for_each_entry(m, &w->a->managers, peer) {
+		if (!on(m, w))
+			continue;
+		/* A read that fails: the next restart tries again. */
+		if (!tried) {
+			tried = true;
+			read = !wlk__etcd_range(m, w->prefix, w->prefix_len,
+						&k);
+		}
+		if (read)
+			resync(m, &k);
+		wlk__etcd_wake(m);
+	}
 	wlk__etcd_kvs_free(&k);
+	w->restarted = !read;
+}
+
+/* A deletion of @key in @w's bucket: each manager of the bucket told
+ * (gone.c); those it concerns are woken once the message is read. */
+static void deleted(struct wlk__etcd_watch *w, const char *key, size_t n)
+{
+	struct wlk__etcd_manager *m;
+
+	cds_list_for_each_entry(m, &w->a->managers, peer)
+		/* Only a deletion on a name we wait for can grant us. */
+		if (on(m, w) && wlk__etcd_mark_gone(m, key, n))
+			m->woken = true;
+}
+
+/* One wake-up per message, not per deletion: each one costs a waiter a
+ * read of its names. */
+static void wake_woken(struct wlk__etcd_watch *w)
+{
+	struct wlk__etcd_manager *m;
+
+	cds_list_for_each_entry(m, &w->a->managers, peer) {
+		if (on(m, w) && m->woken) {
+			m->woken = false;
+			wlk__etcd_wake(m);
+		}
+	}
 }
 
 /* One message of the stream. */
 static void on_message(struct wlk__etcd_watch *w, struct json_object *msg)
 {
-	struct wlk__etcd_manager *m = w->m;
 	struct json_object *r, *ev, *x;
-	bool near = false;
 	int64_t v;
 
 	if (!json_object_object_get_ex(msg, "result", &r) ||
@@ -63,8 +120,8 @@ static void on_message(struct wlk__etcd_watch *w, struct json_object *msg)
 	}
 	if (json_object_object_get_ex(r, "created", &x) &&
 	    json_object_get_boolean(x) &&
-	    uatomic_cmpxchg(&m->watching, 0, 1) == 0)
-		wlk__futex_wake(&m->watching, INT32_MAX);
+	    uatomic_cmpxchg(&w->created, 0, 1) == 0)
+		wlk__futex_wake(&w->created, INT32_MAX);
 	if (json_object_object_get_ex(r, "canceled", &x) &&
 	    json_object_get_boolean(x)) {
 		w->failed = true;
@@ -91,16 +148,14 @@ static void on_message(struct wlk__etcd_watch *w, struct json_object *msg)
 		    wlk__etcd_int64(kv, "mod_revision", &v) ||
 		    wlk__etcd_unb64(json_object_get_string(key), &k, &n)) {
 			w->failed = true;
-			return;
+			break;
 		}
-		/* Only a deletion on a name we wait for can grant us. */
-		near |= wlk__etcd_mark_gone(m, k, n);
+		deleted(w, k, n);
 		free(k);
-		if (v >= m->watch_rev)
-			m->watch_rev = v + 1;
+		if (v >= w->rev)
+			w->rev = v + 1;
 	}
-	if (near)
-		wlk__etcd_wake(m);
+	wake_woken(w);
 }
 
 static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
@@ -153,11 +208,11 @@ void wlk__etcd_watch_end(void *multi, struct wlk__etcd_watch *w)
 
 int wlk__etcd_watch_begin(void *multi, struct wlk__etcd_watch *w)
 {
-	struct wlk__etcd_manager *m = w->m;
+	struct wlk__etcd_agent *a = w->a;
 	struct json_object *req = json_object_new_object();
 	struct json_object *c = json_object_new_object();
 	struct json_object *f = json_object_new_array();
-	char *end = wlk__etcd_range_end(m->prefix, m->prefix_len);
+	char *end = wlk__etcd_range_end(w->prefix, w->prefix_len);
 	char url[sizeof("http://") + WLK_ETCD_HOST_MAX + 16];
 	int rc = -ENOMEM;
 
@@ -166,12 +221,12 @@ int wlk__etcd_watch_begin(void *multi, struct wlk__etcd_watch *w)
 	if (!req || !c || !f || !end)
 		goto out;
 	json_object_object_add(c, "key",
-			       wlk__etcd_jkey(m->prefix, m->prefix_len));
+			       wlk__etcd_jkey(w->prefix, w->prefix_len));
 	json_object_object_add(c, "range_end",
-			       wlk__etcd_jkey(end, m->prefix_len));
-	if (m->watch_rev)
+			       wlk__etcd_jkey(end, w->prefix_len));
+	if (w->rev)
 		json_object_object_add(c, "start_revision",
-				       wlk__etcd_jstr_int(m->watch_rev));
+				       wlk__etcd_jstr_int(w->rev));
 	json_object_array_add(f, json_object_new_string("NOPUT"));
 	json_object_object_add(c, "filters", f);
 	f = NULL;
@@ -183,8 +238,8 @@ int wlk__etcd_watch_begin(void *multi, struct wlk__etcd_watch *w)
 	w->h = wlk__etcd_handle_new();
 	if (!w->body || !w->tok || !w->h)
 		goto out;
-	w->member = uatomic_read(&m->conn.cur) % m->conn.n_url;
-	snprintf(url, sizeof(url), "%s/v3/watch", m->conn.url[w->member]);
+	w->member = uatomic_read(&a->conn.cur) % a->conn.n_url;
+	snprintf(url, sizeof(url), "%s/v3/watch", a->conn.url[w->member]);
 	curl_easy_setopt(w->h, CURLOPT_URL, url);
 	curl_easy_setopt(w->h, CURLOPT_POSTFIELDS, w->body);
 	w->hdr = curl_slist_append(NULL, "Content-Type: application/json");
