@@ -278,6 +278,7 @@ int wlk__etcd_bucket_leave(struct wlk__etcd_manager *m,
 /* gone.c */
 void wlk__etcd_local_add(struct wlk__etcd_manager *m, bool on) WLK_INTERNAL;
 void wlk__etcd_local_gone(const char *key, size_t len) WLK_INTERNAL;
+void wlk__etcd_local_forget(void) WLK_INTERNAL;
 bool wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
 			 size_t len) WLK_INTERNAL;
 void wlk__etcd_wake(struct wlk__etcd_manager *m) WLK_INTERNAL;

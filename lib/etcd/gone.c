@@ -80,6 +80,19 @@ void wlk__etcd_local_add(struct wlk__etcd_manager *m, bool on)
 	pthread_mutex_unlock(&all_mu);
 }
 
+/*
+ * wlk__etcd_local_forget() - in a fork child, from its fork hook (the one
+ * thread there): the parent's managers are none of its own (their
+ * handles return WLK_ESTATE, and free them without this list), so the
+ * list starts empty, and its mutex afresh (a parent's thread may have held
+ * it at the fork).
+ */
+void wlk__etcd_local_forget(void)
+{
+	pthread_mutex_init(&all_mu, NULL);
+	CDS_INIT_LIST_HEAD(&open_managers);
+}
+
 /* A steal deleted @key: the lock of a manager of this process is gone. */
 void wlk__etcd_local_gone(const char *key, size_t len)
 {

@@ -53,6 +53,7 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
 	wlk__fork_gen_bump();
+	wlk__etcd_local_forget();
 	pthread_mutex_unlock(&reg_mu);
 }
 

@@ -310,3 +310,43 @@ Test(etcd_shared, a_lost_lease_takes_the_locks_of_all_the_managers_on_it,
 	t_pipe_close(&p[0]);
 	t_pipe_close(&p[1]);
 }
+
+/*
+ * A fork child has none of its parent's managers: it closes the one it
+ * inherited (freed there, WLK_ESTATE to its calls), opens its own and
+ * steals the parent's lock. A steal tells this process's open managers;
+ * the child's list must not hold the inherited one, freed (a use after
+ * free under ASan) or with its mutex held by a parent's thread at the
+ * fork.
+ */
+static int child_steals(void *arg)
+{
+	static const struct wlk_options steal = {.size = sizeof(steal),
+						 .steal = true};
+	struct wlk_manager *inherited = arg, *m = NULL;
+	struct wlk_lock *l = NULL;
+
+	wlk_manager_close(inherited);
+	if (wlk_manager_open(t_origin, NULL, &m))
+		return 10;
+	if (wlk_acquire(m, "f", 1, &steal, &l) || !l)
+		return 11;
+	if (wlk_release(l))
+		return 12;
+	wlk_manager_close(m);
+	return 0;
+}
+
+Test(etcd_shared, a_fork_child_steals_without_its_parents_managers, T_FIX,
+     .timeout = 30)
+{
+	struct wlk_manager *m = t_open();
+	struct wlk_lock *l = NULL;
+	pid_t pid;
+
+	T_ASSERT_RC(wlk_acquire(m, "f", 1, NULL, &l), 0);
+	pid = t_fork(child_steals, m);
+	cr_assert_eq(t_wait(pid, 4 * T_WAIT_MS), 0, "the child failed");
+	cr_assert(t_stolen(l), "the parent's lock was not stolen");
+	(void)wlk_release(l);
+}
