@@ -312,12 +312,11 @@ Test(etcd_shared, a_lost_lease_takes_the_locks_of_all_the_managers_on_it,
 }
 
 /*
- * A fork child has none of its parent's managers: it closes the one it
- * inherited (freed there, WLK_ESTATE to its calls), opens its own and
- * steals the parent's lock. A steal tells this process's open managers;
- * the child's list must not hold the inherited one, freed (a use after
- * free under ASan) or with its mutex held by a parent's thread at the
- * fork.
+ * A fork child has none of its parent's managers: it closes an idle one
+ * it inherited (freed there: nothing holds it), opens its own and steals
+ * the parent's lock. A steal tells this process's open managers; the
+ * child's list must not hold the inherited one, freed (a use after free
+ * under ASan) or with its mutex held by a parent's thread at the fork.
  */
 static int child_steals(void *arg)
 {
@@ -340,12 +339,12 @@ static int child_steals(void *arg)
 Test(etcd_shared, a_fork_child_steals_without_its_parents_managers, T_FIX,
      .timeout = 30)
 {
-	struct wlk_manager *m = t_open();
+	struct wlk_manager *m = t_open(), *idle = t_open();
 	struct wlk_lock *l = NULL;
 	pid_t pid;
 
 	T_ASSERT_RC(wlk_acquire(m, "f", 1, NULL, &l), 0);
-	pid = t_fork(child_steals, m);
+	pid = t_fork(child_steals, idle);
 	cr_assert_eq(t_wait(pid, 4 * T_WAIT_MS), 0, "the child failed");
 	cr_assert(t_stolen(l), "the parent's lock was not stolen");
 	(void)wlk_release(l);
