@@ -13,7 +13,12 @@
  * a holder publishes (name, mode, token) in a shared arena and looks for a
  * conflicting holder. An overlap is a violation unless a steal was granted
  * between the two grants: every stealer records its token in a ring of
- * its name before it publishes itself, and tokens of a name rise.
+ * its name before it publishes itself, and tokens of a name rise. A
+ * stealer killed between its grant and that record leaves no token, so an
+ * overlap the ring does not explain is also explained when the earlier
+ * holder (the lower token) ends its critical section with
+ * wlk_lock_stolen() true: the checker waits for it to finish (its slot
+ * then says so) or asks wlk_lock_stolen() of its own lock.
  *
  * Every call's result must be one the header allows for its options: 0,
  * WLK_ETIMEDOUT with a timeout, the reason with a signal, WLK_ESTOLEN from
@@ -62,18 +67,26 @@
 #define STALL_S 10 /* no grant at all for this long: stuck */
 #define ASYNC_OUTSTANDING 8
 #define POLL_MS 100
+#define FINISH_WAIT_NS (5 * NSEC_PER_SEC) /* for a holder to finish */
+#define FINISH_NAP_NS 20000 /* between looks at its slot */
+#define SEQ_PID_SHIFT 24 /* a slot's seq: pid above, count below */
 
 enum { EXCL = 1, SHARED = 2 };
 
-/* (seq, name, mode) in one word, so that a reader sees them together. */
+/* (seq, name, mode) in one word, so that a reader sees them together. A
+ * slot's seq is unique across its critical sections and the incarnations
+ * of its process, so that an unchanged word means the same section. */
 #define HOLD(seq, name, mode) ((uint64_t)(seq) << 16 | (uint64_t)(name) << 2 | \
 			       (uint64_t)(mode))
 #define HOLD_NAME(h) ((int)(((h) >> 2) & 0x3fff))
 #define HOLD_MODE(h) ((int)((h) & 3))
 
 struct holder {
-	_Atomic uint64_t held;  /* HOLD(...), or 0 */
-	_Atomic uint64_t token; /* stored before held */
+	_Atomic uint64_t held;   /* HOLD(...), or 0 */
+	_Atomic uint64_t token;  /* stored before held */
+	_Atomic uint64_t stolen; /* the last held value whose lock was
+				  * stolen by its end; stored before held
+				  * is cleared */
 };
 
 struct proc {
@@ -82,13 +95,14 @@ struct proc {
 };
 
 enum counter {
-	C_GRANTS, C_VIOLATIONS, C_EXPLAINED, C_TIMEOUTS, C_ABORTS, C_MISSES,
-	C_STEALS, C_STOLEN, C_ESTATE, C_OTHER, C_N
+	C_GRANTS, C_VIOLATIONS, C_EXPLAINED, C_UNRECORDED, C_TIMEOUTS,
+	C_ABORTS, C_MISSES, C_STEALS, C_STOLEN, C_ESTATE, C_OTHER, C_N
 };
 
 static const char *const counter_name[C_N] = {
-	"grants", "violations", "overlaps-by-steal", "timeouts", "aborts",
-	"misses", "steals", "stolen", "estate", "other-errors"};
+	"grants", "violations", "overlaps-by-steal", "unrecorded-steals",
+	"timeouts", "aborts", "misses", "steals", "stolen", "estate",
+	"other-errors"};
 
 struct arena {
 	struct proc proc[MAX_PROCS];
@@ -107,6 +121,7 @@ static char origin[64];
 /* Per process. */
 static struct wlk_manager *mgr;
 static int me;
+static uint64_t slot_seq[MAX_THREADS + 1]; /* each used by one thread */
 static struct {
 	pthread_mutex_t mu;
 	struct wlk_signal *sig; /* published while a request waits on it */
@@ -137,8 +152,33 @@ static int steal_between(int name, uint64_t lo, uint64_t hi)
 	return 0;
 }
 
+/*
+ * Ring and tokens do not explain the overlap of our lock with the section
+ * @h of holder @o: was the earlier of the two (the lower token) stolen?
+ * Our own lock says so now; another holder's slot says so when it ends
+ * its section, which we wait for. A holder that dies or does not finish
+ * in time leaves it unexplained (dying ones are skipped by the caller).
+ */
+static bool stolen_earlier(struct holder *o, int p, uint64_t h,
+			   uint64_t tok, uint64_t token, struct wlk_lock *lock)
+{
+	uint64_t until = procs_now_ns() + FINISH_WAIT_NS;
+
+	if (token < tok)
+		return wlk_lock_stolen(lock);
+	while (atomic_load(&o->held) == h) {
+		if (atomic_load(&ar->proc[p].dying))
+			return true; /* killed: not a verdict on us */
+		if (procs_now_ns() > until)
+			return false;
+		procs_nap(FINISH_NAP_NS);
+	}
+	return atomic_load(&o->stolen) == h;
+}
+
 /* Inside the critical section: does a live holder conflict with us? */
-static void check(int self, int name, int mode, uint64_t token)
+static void check(int self, int name, int mode, uint64_t token,
+		  struct wlk_lock *lock)
 {
 	for (int p = 0; p < procs; p++) {
 		if (atomic_load(&ar->proc[p].dying))
@@ -159,6 +199,10 @@ static void check(int self, int name, int mode, uint64_t token)
 			if (steal_between(name, tok < token ? tok : token,
 					  tok < token ? token : tok)) {
 				count(C_EXPLAINED);
+				continue;
+			}
+			if (stolen_earlier(o, p, h1, tok, token, lock)) {
+				count(C_UNRECORDED);
 				continue;
 			}
 			count(C_VIOLATIONS);
@@ -184,7 +228,8 @@ static void critical(struct job *j, struct wlk_lock *lock)
 	int name = wlk_lock_name(lock, NULL)[0] - 'a';
 	int mode = wlk_lock_mode(lock) == WLK_SHARED ? SHARED : EXCL;
 	uint64_t token = wlk_lock_token(lock);
-	int spins = (int)(j->seq * 2654435761u % CS_SPINS);
+	int spins = (int)(j->seq++ * 2654435761u % CS_SPINS);
+	uint64_t held = HOLD(++slot_seq[j->self], name, mode);
 
 	if (j->steal) {
 		unsigned int i = atomic_fetch_add(&ar->steal_n[name], 1);
@@ -193,11 +238,13 @@ static void critical(struct job *j, struct wlk_lock *lock)
 		count(C_STEALS);
 	}
 	atomic_store(&h->token, token);
-	atomic_store(&h->held, HOLD(++j->seq, name, mode));
-	check(j->self, name, mode, token);
+	atomic_store(&h->held, held);
+	check(j->self, name, mode, token, lock);
 	for (volatile int spin = 0; spin < spins; spin++)
 		;
-	check(j->self, name, mode, token);
+	check(j->self, name, mode, token, lock);
+	if (wlk_lock_stolen(lock))
+		atomic_store(&h->stolen, held);
 	atomic_store(&h->held, 0);
 	count(C_GRANTS);
 }
@@ -398,6 +445,8 @@ static void process_main(int index)
 	int rc;
 
 	me = index;
+	for (int t = 0; t <= MAX_THREADS; t++)
+		slot_seq[t] = (uint64_t)getpid() << SEQ_PID_SHIFT;
 	for (int t = 0; t < threads; t++)
 		pthread_mutex_init(&pub[t].mu, NULL);
 	rc = wlk_manager_open(origin, NULL, &mgr);
