@@ -1170,8 +1170,9 @@ struct wlk_lock_info {
  * at one instant, with respect to every grant and release of every process,
  * those of the uncontended fast path included (a process that always takes
  * Y before Z is never shown holding Z alone). The copy takes time in
- * proportion to the bucket's name capacity (max_names); while it runs, the
- * bucket's segment mutex is held, and an acquire or release that completes
+ * proportion to the names in use (idle ones the bucket keeps included) and
+ * their held and pending requests, not to the bucket's name capacity
+ * (max_names); while it runs, the bucket's segment mutex is held, and an acquire or release that completes
  * meanwhile, even one that needs no mutex otherwise, waits for the copy to
  * end before it returns, as a call that takes the mutex would (so a
  * process stopped while it copies holds up every acquire and release in

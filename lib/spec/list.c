@@ -205,6 +205,59 @@ int wlk__grant_one(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
 }
 
 /*
+ * wlk__grant_run() - grant the @k pending requests that open @n's queue,
+ * @first to @last in queue order, all granted in one go (queue.c says
+ * which): one splice moves them to the end of the held set and one
+ * atomic add takes their tokens, in order; then each is stamped, marked
+ * HELD and given to @wake, as wlk__grant_one() does one at a time. A
+ * process that dies before the marks leaves held requests marked PENDING;
+ * recovery, which derives the lists from the marks, queues them again.
+ */
+int wlk__grant_run(struct wlk__bucket *b, struct wlk_seg_name *n,
+		   uint32_t first, uint32_t last, uint32_t k,
+		   struct wlk__wake *wake)
+{
+	struct wlk_seg_request *f = wlk__req(b, first), *l = wlk__req(b, last);
+	uint32_t after = l->next, tail = n->h_tail, ri = first;
+	uint64_t token, now = wlk__stamp_ns();
+
+	if (n->q_head != first || f->prev != WLK_NIL ||
+	    !wlk__link_ok(b, after) || (after == WLK_NIL && n->q_tail != last) ||
+	    !end_ok(b, tail, n->h_head, true))
+		return wlk__corrupt(b);
+	n->q_head = after;
+	if (after == WLK_NIL)
+		n->q_tail = WLK_NIL;
+	else
+		wlk__req(b, after)->prev = WLK_NIL;
+	n->n_pending = n->n_pending > k ? n->n_pending - k : 0;
+	f->prev = tail;
+	l->next = WLK_NIL;
+	if (tail == WLK_NIL)
+		n->h_head = first;
+	else
+		wlk__req(b, tail)->next = first;
+	n->h_tail = last;
+	n->n_shared += k;
+	token = uatomic_add_return(&n->token, k) - k;
+	for (uint32_t i = 0; i < k; i++) {
+		struct wlk_seg_request *r = wlk__req_at(b, ri);
+
+		if (!r)
+			return wlk__corrupt(b);
+		r->token = ++token;
+		r->grant_ns = now;
+		wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
+						   WLK_SLOT_HELD));
+		wlk__wake_add(b, wake, ri);
+		ri = r->next;
+		if (i == 0)
+			WLK_FAILPOINT(grant_run_mid);
+	}
+	return 0;
+}
+
+/*
  * wlk__adopt_slot() - the slot's side of adopting fast holder or fast
  * waiter @r of @n as an ordinary request in @state (HELD or PENDING), for
  * an inflation and a recovery alike; the caller links it. Its place in the

@@ -96,6 +96,9 @@ int wlk__steal_holders(struct wlk__bucket *b, struct wlk_seg_name *n,
 		       struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__grant_one(struct wlk__bucket *b, struct wlk_seg_name *n,
 		   uint32_t ri) WLK_INTERNAL;
+int wlk__grant_run(struct wlk__bucket *b, struct wlk_seg_name *n,
+		   uint32_t first, uint32_t last, uint32_t k,
+		   struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__queue_append(struct wlk__bucket *b, struct wlk_seg_name *n,
 		      uint32_t ri) WLK_INTERNAL;
 int wlk__queue_prepend(struct wlk__bucket *b, struct wlk_seg_name *n,

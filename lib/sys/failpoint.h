@@ -17,6 +17,7 @@
 	X(request_after_name)   /* name entry created, request not yet */     \
 	X(request_after_commit) /* request published, not yet queued */       \
 	X(grant_after_list)     /* in the held list, word not yet HELD */     \
+	X(grant_run_mid)        /* a batch of shared grants: one HELD */      \
 	X(steal_after_intent)   /* intent recorded, nothing stolen yet */     \
 	X(steal_mid)            /* some holders stolen, not all */            \
 	X(release_after_ungrant) /* out of the held set, slot not freed */    \

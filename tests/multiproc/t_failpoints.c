@@ -232,6 +232,12 @@ static int child_script(void *arg)
 	T_CHILD_CHECK(wlk_release(lx) == 0, 26);
 	T_CHILD_CHECK(say(&r->k, 'r') == 0, 27);
 
+	/* Release "b" to the parent's two shared waiters, granted as one
+	 * run: grant_run_mid. */
+	T_CHILD_CHECK(wlk_acquire(m1, "b", 1, NULL, &l) == 0, 54);
+	T_CHILD_CHECK(say(&r->k, 'b') == 0, 55);
+	T_CHILD_CHECK(wlk_release(l) == 0, 56);
+
 	/* A scope, granted at once and released: scope_new_mid,
 	 * scope_grant_mid, scope_drop_mid. */
 	T_CHILD_CHECK(wlk_acquire_scope(m1, pq, 2, NULL, &l) == 0, 52);
@@ -371,20 +377,21 @@ static char expected_stage(const char *point)
 		{ "request_after_name", '-' },
 		{ "request_after_commit", '-' },
 		{ "grant_after_list", '-' },
+		{ "grant_run_mid", 'b' },
 		{ "steal_after_intent", 'x' },
 		{ "steal_mid", 'x' },
 		{ "unqueue_after_remove", 'x' },
 		{ "release_after_ungrant", 'x' },
-		{ "name_evict_after_unlink", 'r' },
+		{ "name_evict_after_unlink", 'b' },
 		{ "drop_client_mid", 'd' },
 		{ "reap_after_free", 'h' },
 		{ "recover_mid", 'k' },
-		{ "fast_enlist_mid", 'r' },
-		{ "fast_handoff_mid", 'r' },
+		{ "fast_enlist_mid", 'b' },
+		{ "fast_handoff_mid", 'b' },
 		{ "query_frozen", 'x' },
-		{ "scope_new_mid", 'r' },
-		{ "scope_grant_mid", 'r' },
-		{ "scope_drop_mid", 'r' },
+		{ "scope_new_mid", 'b' },
+		{ "scope_grant_mid", 'b' },
+		{ "scope_drop_mid", 'b' },
 	};
 	size_t i;
 
@@ -402,13 +409,14 @@ static char expected_stage(const char *point)
  */
 static void sweep(const char *point)
 {
-	static const char *const names[] = { "x", "s", "y", "z",
+	static const char *const names[] = { "x", "s", "y", "z", "b",
 					      "d", "h", "k", "p", "q" };
 	struct wlk_manager_options fresh = { .bucket = FRESH };
 	struct wlk_manager *m, *m2, *mf;
 	struct wlk_lock *ps1 = NULL, *ps2 = NULL;
-	struct t_holder wx, wd;
-	bool have_wx = false, have_wd = false, wx_granted = false;
+	struct t_holder wx, wd, wb[2];
+	bool have_wx = false, have_wd = false, have_wb = false;
+	bool wx_granted = false;
 	bool stolen1, stolen2;
 	struct link hk = { { -1, -1 }, { -1, -1 } };
 	struct fp_run r = { .point = point };
@@ -442,6 +450,12 @@ static void sweep(const char *point)
 		case 'r': /* the child released "x" */
 			cr_assert_eq(t_holder_wait_granted(&wx), 0);
 			wx_granted = true;
+			break;
+		case 'b': /* the child holds "b": two shared waiters */
+			t_holder_start(&wb[0], m, "b", 1, &sh);
+			t_holder_start(&wb[1], m2, "b", 1, &sh);
+			have_wb = true;
+			cr_assert(t_wait_pending(m, "b", 1, 2));
 			break;
 		case 'd': /* the child's second manager holds "d" */
 			t_holder_start(&wd, m, "d", 1, NULL);
@@ -479,6 +493,12 @@ static void sweep(const char *point)
 			     "%s: waiter on \"x\" not granted", point);
 		T_ASSERT_RC(wx.acq_rc, 0);
 	}
+	for (i = 0; have_wb && i < 2; i++) {
+		cr_assert_eq(t_holder_wait_granted(&wb[i]), 0,
+			     "%s: shared waiter %zu on \"b\" not granted",
+			     point, i);
+		T_ASSERT_RC(wb[i].acq_rc, 0);
+	}
 	if (have_wd) {
 		cr_assert_eq(t_holder_wait_granted(&wd), 0,
 			     "%s: waiter on \"d\" not granted", point);
@@ -510,6 +530,11 @@ static void sweep(const char *point)
 		cr_assert_eq(t_holder_release(&wx), 0);
 		T_ASSERT_RC(wx.rel_rc, 0);
 		t_holder_join(&wx);
+	}
+	for (i = 0; have_wb && i < 2; i++) {
+		cr_assert_eq(t_holder_release(&wb[i]), 0);
+		T_ASSERT_RC(wb[i].rel_rc, 0);
+		t_holder_join(&wb[i]);
 	}
 	if (have_wd) {
 		cr_assert_eq(t_holder_release(&wd), 0);
