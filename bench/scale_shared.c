@@ -5,7 +5,11 @@
  * holder (the parent, on CPU 0). Measured:
  *
  *  - release -> all N granted: from the holder's release call to the
- *    latest return of the N acquire calls (one release grants them all);
+ *    latest return of the N acquire calls (one release grants them all).
+ *    Each thread then only counts itself and waits until all are
+ *    granted before it releases, as the anchor's threads only count
+ *    themselves: the N threads share one CPU, and releases of the first
+ *    ones would otherwise run before the last ones are woken, and count;
  *  - the release call itself (it issues the N wake-ups);
  *  - enqueue + abort behind N pending: an exclusive request with a 1 ns
  *    timeout from another client of the parent, which joins the tail of
@@ -14,8 +18,9 @@
  *
  * A cycle: the holder waits (wlk_query) until N requests are pending,
  * runs the probes, lets 100 us pass so the waiters are asleep, releases,
- * and requests exclusively again; it is granted once all N have been
- * granted and released, and then lets the threads queue again.
+ * waits until all N have counted themselves granted, lets them release,
+ * and requests exclusively again; it is granted once all N have released,
+ * and then lets the threads queue again.
  *
  * The anchor of "release -> all N granted", measured the same way in the
  * same passes (interleaved): N threads of the same kind of process, on
@@ -56,7 +61,8 @@ struct burst {
 	uint32_t cycle; /* threads queue once per cycle; CYCLE_QUIT */
 	uint32_t gate;	  /* the anchor's threads sleep on it */
 	uint32_t arrived; /* the anchor's threads about to sleep */
-	uint32_t done;	  /* the anchor's threads woken */
+	uint32_t done;	  /* threads woken (anchor) or granted */
+	uint32_t let_go;  /* granted threads release once it changes */
 	uint64_t granted_ns[MAX_WAITERS];
 };
 
@@ -94,9 +100,18 @@ static void *shared_thread(void *arg)
 
 	while (next_cycle(&seen)) {
 		struct wlk_lock *l;
+		uint32_t g = __atomic_load_n(&bu->let_go, __ATOMIC_ACQUIRE);
 
 		check(wlk_acquire(tm, "q", 1, &sh, &l), "acquire");
 		bu->granted_ns[me] = now_ns();
+		/* Hold until all are granted, doing no more than the
+		 * anchor's threads do, so that releases of the first ones
+		 * do not delay the grants of the last on this CPU. */
+		if (__atomic_add_fetch(&bu->done, 1, __ATOMIC_ACQ_REL) ==
+		    (uint32_t)nthreads)
+			fwake(&bu->done);
+		while (__atomic_load_n(&bu->let_go, __ATOMIC_ACQUIRE) == g)
+			fwait(&bu->let_go, g);
 		check(wlk_release(l), "release");
 	}
 	return NULL;
@@ -208,8 +223,11 @@ static void run(struct wlk_manager *hm, struct wlk_manager *pm, int n,
 	for (int c = 0; c <= cycles; c++) {
 		uint64_t t0, t1, last;
 
+		uint32_t d;
+
 		for (int i = 0; i < n; i++)
 			bu->granted_ns[i] = 0;
+		bu->done = 0;
 		__atomic_store_n(&bu->cycle, bu->cycle + 1, __ATOMIC_RELEASE);
 		fwake(&bu->cycle);
 		await_pending(hm, (size_t)n);
@@ -220,7 +238,12 @@ static void run(struct wlk_manager *hm, struct wlk_manager *pm, int n,
 		check(wlk_release(h), "release");
 		t1 = now_ns();
 		sc_off(&rel_sc);
-		/* Granted once all N were granted and released. */
+		while ((d = __atomic_load_n(&bu->done, __ATOMIC_ACQUIRE)) <
+		       (uint32_t)n)
+			fwait(&bu->done, d);
+		__atomic_store_n(&bu->let_go, bu->let_go + 1, __ATOMIC_RELEASE);
+		fwake(&bu->let_go);
+		/* Granted once all N have released. */
 		check(wlk_acquire(hm, "q", 1, NULL, &h), "acquire");
 		last = latest_grant(n);
 		if (c == 0) { /* warm-up */
