@@ -155,11 +155,14 @@ enum wlk_slot_state {
  * word before its last look at its own. Whoever grants requests of one
  * name to two or more sleeping waiters at once changes their words, then
  * bumps the name's grants word and wakes WLK_BROADCAST_FIRST of its
- * sleepers; every waiter that wakes to a changed grants word while others
- * still sleep on it (@sleepers) wakes WLK_BROADCAST_FANOUT more. A grant
- * of N costs the granter one system call, and the N wake-ups spread over
- * the woken. Each looks at its own word; those not granted sleep again.
- * Should every waiter woken in one round die before passing it on, the
+ * sleepers; a waiter that wakes to a changed grants word while others
+ * still sleep on it (@sleepers), and finds that value not yet in @passed,
+ * wakes every other sleeper with one FUTEX_WAKE, then stores the value in
+ * @passed, so that the waiters it woke make no such call of their own. A
+ * grant of N costs the granter one system call waking a few, and one of
+ * those one more. Each looks at its own word; those not granted sleep
+ * again. A passer killed before its wake leaves @passed alone, and the
+ * others of the first few pass it on; should all of them die first, the
  * rest see their grants at their next recheck (WLK_SAFETY_RECHECK_NS).
  * tests/model/broadcast.pml checks that the chain leaves nobody asleep.
  * One grant wakes its waiter on its own word. On a kernel without
@@ -499,7 +502,9 @@ struct wlk_seg_name {
 			     * passes a broadcast on only while some are
 			     * (a count a killed sleeper leaves high: then
 			     * every woken one passes it on) */
-	uint32_t pad2[2];
+	uint32_t passed;    /* [A] the last grants value a woken waiter
+			     * passed on to every sleeper (GRANT BROADCAST) */
+	uint32_t pad2;
 	uint64_t seq;       /* [M] request order: last one used */
 };
 

@@ -81,14 +81,12 @@
 /* Sleeping waiters of one name, granted together, that are woken by one
  * broadcast on the name's grants word instead of one wake each. */
 #define WLK_BROADCAST_MIN 2
-/* Sleepers a broadcast wakes (the granter's one system call, whose cost
- * grows with them: WLK_BROADCAST_FIRST), and then each waiter it woke
- * while others still sleep (WLK_BROADCAST_FANOUT): the wake-ups spread
- * over the woken instead of all falling on the granter. Each thread of
- * another process woken costs the granter a few microseconds (bench
- * scale_shared: its release call granting 1000 took about 25 us more with
- * 32 than with 4), and the first few woken wake FANOUT each at once. */
-#define WLK_BROADCAST_FANOUT 32
+/* Sleepers a broadcast wakes: the granter's one system call, whose cost
+ * grows with them; the first of them to run wakes the rest (layout.h,
+ * GRANT BROADCAST). Each thread of another process woken costs the
+ * granter a few microseconds (bench scale_shared: its release call
+ * granting 1000 took about 25 us more with 32 than with 4); more than one
+ * covers the death of the first before it passes the broadcast on. */
 #define WLK_BROADCAST_FIRST 4
 /* Dead agents reaped per critical section (their lifelines are unlocked
  * after it); wlk__reap_all() says when more are left for another pass. */

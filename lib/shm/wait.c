@@ -99,8 +99,10 @@ static int wait_words(struct wlk__shm_manager *m, uint32_t *word, uint32_t w,
  * as @g if @nm) until @until. The waiter marks itself sleeping, and counts itself
  * among the name's sleepers, then looks at its word once more: the
  * granter changes the word, then reads the mark (mutex.c). Woken by a
- * broadcast while others still sleep, it passes it on (layout.h, GRANT
- * BROADCAST). Return: as wlk__futex_wait(), or WORD_MOVED: the word
+ * broadcast while others still sleep, it passes it on to them all unless
+ * that was done already, and then says so (layout.h, GRANT BROADCAST):
+ * marked after the wake, so that a passer killed before it leaves the
+ * others to do it. Return: as wlk__futex_wait(), or WORD_MOVED: the word
  * changed before it slept.
  */
 static int sleep_on(struct wlk_seg_request *r, uint32_t w,
@@ -108,6 +110,7 @@ static int sleep_on(struct wlk_seg_request *r, uint32_t w,
 		    unsigned int n, uint64_t until)
 {
 	int rc = WORD_MOVED;
+	uint32_t now_g;
 
 	uatomic_set(&r->sleeping, 1);
 	if (nm)
@@ -119,9 +122,12 @@ static int sleep_on(struct wlk_seg_request *r, uint32_t w,
 	if (!nm)
 		return rc;
 	uatomic_dec(&nm->sleepers);
-	if (uatomic_read(&nm->grants) != g &&
-	    uatomic_read(&nm->sleepers))
-		wlk__futex_wake(&nm->grants, WLK_BROADCAST_FANOUT);
+	now_g = uatomic_read(&nm->grants);
+	if (now_g != g && uatomic_read(&nm->sleepers) &&
+	    uatomic_read(&nm->passed) != now_g) {
+		wlk__futex_wake(&nm->grants, INT32_MAX);
+		uatomic_set(&nm->passed, now_g);
+	}
 	return rc;
 }
 

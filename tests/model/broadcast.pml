@@ -10,12 +10,16 @@
  * both words (futex_waitv: the kernel checks both values and queues it in
  * one step, and a change of either, or a wake of either, ends the sleep).
  * Woken, it uncounts itself and, if the grants word changed while others
- * still sleep, wakes FANOUT of the grants word's sleepers. The granter
+ * still sleep and nobody has passed that change on yet (the name's passed
+ * word), wakes every sleeper of the grants word, then marks it passed on.
+ * The granter
  * grants every waiter at once (a run of shared requests), then reads the
  * sleeping marks: two or more asleep, it bumps the grants word and wakes
  * FIRST of its sleepers; one, it wakes that one on its own word. Wakes
- * take any sleepers of the word, in no order. FIRST and FANOUT are 1, the
- * smallest: the wake-ups must travel down the whole chain.
+ * take any sleepers of the word, in no order. FIRST is 1, the smallest:
+ * one woken waiter must pass the wake-up on to all the others, and a
+ * waiter that finds it marked passed on before it was must not be needed
+ * for it.
  *
  * Promela steps are sequentially consistent, so the barriers of the real
  * code (the mark, then the look; the grant, then the read of the mark) are
@@ -30,11 +34,12 @@
 #define NW 3
 #endif
 #define FIRST 1
-#define FANOUT 1
+#define ALL NW	/* FUTEX_WAKE(INT_MAX) */
 
 bool granted[NW];	/* each waiter's request word: PENDING or HELD */
 byte grants;		/* the name's grants word */
 byte sleepers;		/* the name's sleepers count */
+byte passed;		/* the name's last grants value passed on */
 bool sleeping[NW];	/* each request's sleeping mark */
 /* The kernel's futex queues: who sleeps, and on which words. */
 bool inq[NW];
@@ -61,7 +66,7 @@ inline wake_grants(n)
 
 proctype waiter(byte i)
 {
-	byte g, j, k;
+	byte g, gn, j, k;
 
 	do
 	:: granted[i] -> break
@@ -88,8 +93,11 @@ proctype waiter(byte i)
 			(!inq[i]);
 			sleeping[i] = false;
 			sleepers--;
+			gn = grants;
 			if
-			:: grants != g && sleepers > 0 -> wake_grants(FANOUT)
+			:: gn != g && sleepers > 0 && passed != gn ->
+				wake_grants(ALL);
+				passed = gn
 			:: else
 			fi
 		fi

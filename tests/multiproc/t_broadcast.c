@@ -2,7 +2,8 @@
 /*
  * t_broadcast.c - one release grants many sleeping shared waiters of
  * another process (layout.h, GRANT BROADCAST): the granter wakes a few on
- * the name's grants word and each woken one wakes more. Every waiter must
+ * the name's grants word and the first of them to run wakes the rest.
+ * Every waiter must
  * see its grant soon, not at its next safety recheck
  * (WLK_SAFETY_RECHECK_NS, 1 s), which is all a lost wake-up would leave it;
  * a waiter woken without being granted must sleep again.
@@ -15,8 +16,8 @@
 #include "../common.h"
 #include "testing.h"
 
-/* More waiters than WLK_WAKE_BATCH and WLK_BROADCAST_FANOUT: the wake-ups
- * must go round more than once. */
+/* More waiters than WLK_WAKE_BATCH and WLK_BROADCAST_FIRST: most must be
+ * woken by another waiter. */
 #define MANY 100
 /* A grant seen later than this came from a recheck, not a wake-up. */
 #define SOON_NS (400ull * 1000 * 1000)
