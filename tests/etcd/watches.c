@@ -11,10 +11,11 @@
  * bucket one more; closing a bucket's managers ends its watcher. A
  * manager opened only returns once its bucket's watch is created, so the
  * count is up when the opens return; a close's end of a stream reaches
- * the member a moment later, so the count down is polled (bounded).
- * Counts are taken against the one before the test: the fault suite runs
- * its tests one at a time (check.sh), with no other client's watch
- * starting meanwhile.
+ * the member a moment later, so the count down is polled (bounded), and
+ * so is the count before the test, which the streams of the tests before
+ * it may still be leaving. Counts are taken against that one: the fault
+ * suite runs its tests one at a time (check.sh), with no other client's
+ * watch starting meanwhile.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,7 +101,7 @@ Test(etcd_watches, one_stream_per_bucket_in_use, T_FIX, .timeout = 60)
 {
 	struct wlk_manager_options mo = WLK_MANAGER_OPTIONS_INIT;
 	struct wlk_manager *m[SAME], *o[SECOND];
-	long w0 = watchers(), n;
+	long w0 = settle(0), n;
 
 	mo.bucket = OTHER;
 	t_track_bucket(t_origin, mo.bucket, NULL);
