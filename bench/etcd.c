@@ -28,7 +28,9 @@
  *     keys as a watch of the bench's own sees it (etcd's lessor looks for
  *     expired leases every 500 ms, then revokes them through raft); and
  *     the waiter's reaction, from that deletion to its grant
- *     (etcd_failover.c).
+ *     (etcd_failover.c). Its targets: worst <= TTL + one round trip
+ *     (out of reach on etcd: weblocks.h, ETCD ENGINE), and worst <= TTL
+ *     + etcd's 500 ms lessor scan + one round trip, etcd's floor.
  */
 #include <inttypes.h>
 #include <signal.h>

@@ -4,7 +4,12 @@
  * holder's process SIGKILLed while another waits, split into the lease's
  * TTL left at the kill, etcd's lateness after the expiry (seen by a watch
  * of the bench's own), and the waiter's reaction; and etcd's own expiry
- * of a lease nothing renews, as the anchor.
+ * of a lease nothing renews, as the anchor. Two targets, both computed:
+ * the issue's, worst <= TTL + one round trip, which etcd's lessor scan
+ * alone keeps out of reach (weblocks.h, ETCD ENGINE, says why a waiter
+ * cannot safely get there by revoking the lease itself); and etcd's
+ * floor, worst <= TTL + the lessor's scan period + one round trip, which
+ * the engine misses only if it adds more than a round trip of its own.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -12,6 +17,13 @@
 #include <string.h>
 
 #include "etcd.h"
+
+/* etcd's lessor (3.4, 3.5) looks for expired leases this often, then
+ * revokes them through raft: the bench's floor target allows it. */
+#define LESSOR_SCAN_MS 500
+/* The kills' pauses before their holders open step through the scan's
+ * beat by this many kills' shares of it (etcd.c keeps kills small). */
+#define PHASE_STRIDE 4
 
 /* The bench's own watch of every deletion under the engine's keys
  * ("wlk1/", base64; its range end "wlk10"), on a thread: when the first
@@ -122,8 +134,9 @@ static int bare_expiry(const char *base, int ttl_s, int n, uint64_t *ns)
 
 /* What the failovers came to, beyond their times. */
 struct parts {
+	double left_max;            /* the lease's TTL left at a kill, ms */
 	double late_mean, late_max; /* etcd: expiry to deletion, ms */
-	double react_mean;          /* the waiter: deletion to grant, ms */
+	double react_mean, react_max; /* the waiter: deletion to grant, ms */
 	double worst;               /* the longest failover, ms */
 	int n;                      /* kills whose parts were seen */
 };
@@ -146,6 +159,13 @@ static struct parts failover(struct wlk_manager *m, struct shared *sh,
 		uint64_t f, since_ka, left, del;
 		double late, react;
 
+		/* The previous failover's grant came just after a lessor
+		 * scan, and the next holder opens just after it: without a
+		 * pause of its own, every expiry would fall at the same
+		 * phases of the scan's beat (a lateness of two or three
+		 * values). A stride coprime with the kills spreads them. */
+		nap_ms((unsigned int)(i * PHASE_STRIDE % kills) *
+		       LESSOR_SCAN_MS / (unsigned int)kills);
 		__atomic_store_n(&deletion_ns, 0, __ATOMIC_RELEASE);
 		f = handoff(m, sh, true, extra);
 		ns[i] = f;
@@ -165,6 +185,9 @@ static struct parts failover(struct wlk_manager *m, struct shared *sh,
 		p.late_mean += late;
 		p.react_mean += react;
 		p.late_max = late > p.late_max ? late : p.late_max;
+		p.react_max = react > p.react_max ? react : p.react_max;
+		if ((double)left / 1e6 > p.left_max)
+			p.left_max = (double)left / 1e6;
 		p.n++;
 		printf("  %9.1f %9.1f %9.1f %9.1f %9.1f\n", (double)f / 1e6,
 		       (double)left / 1e6, late, react,
@@ -186,8 +209,10 @@ void failover_part(struct wlk_manager *m, struct shared *sh, int kills,
 		   uint64_t *scratch)
 {
 	struct parts p = failover(m, sh, kills, ttl_s, ns);
+	double ttl_ms = ttl_s * 1e3;
 	char label[128];
-	bool met = p.worst <= ttl_s * 1e3 + rtt_ms;
+	bool met = p.worst <= ttl_ms + rtt_ms;
+	bool floor_met = p.worst <= ttl_ms + LESSOR_SCAN_MS + rtt_ms;
 	int seen;
 
 	snprintf(label, sizeof(label), "etcd engine: failover after "
@@ -199,15 +224,32 @@ void failover_part(struct wlk_manager *m, struct shared *sh, int kills,
 	       "renewed: grant to deletion of its key", scratch, seen);
 	record_line("tgt\tp6.failover\tworst <= TTL + one round trip\t%s\t"
 		    "worst %.0f ms, TTL + round trip %.0f ms\n",
-		    met ? "met" : "MISSED", p.worst, ttl_s * 1e3 + rtt_ms);
+		    met ? "met" : "MISSED", p.worst, ttl_ms + rtt_ms);
+	/* What etcd allows: the engine adds no more than a round trip to
+	 * its lessor's scan. */
+	record_line("tgt\tp6.failover\tworst <= TTL + etcd's lessor scan "
+		    "(%d ms) + one round trip\t%s\tworst %.0f ms, bound "
+		    "%.0f ms\n", LESSOR_SCAN_MS, floor_met ? "met" : "MISSED",
+		    p.worst, ttl_ms + LESSOR_SCAN_MS + rtt_ms);
 	if (!met)
-		record_line("lim\tp6.failover\tetcd deletes an expired "
-			    "lease's keys late: %.0f ms after the expiry on "
-			    "average (max %.0f) here, and a lease of etcd's "
-			    "alone %.0f ms after its TTL (median), as its "
-			    "lessor looks for expired leases every 500 ms; "
-			    "the waiter reacted to the deletion in %.1f ms "
-			    "(mean)\n", p.late_mean, p.late_max,
-			    seen ? (double)scratch[seen / 2] / 1e6 -
-			    ttl_s * 1e3 : 0.0, p.react_mean);
+		record_line("lim\tp6.failover\tthe floor is etcd's: a killed "
+			    "holder's lease ends up to a TTL after the kill "
+			    "(TTL left: max %.0f ms here), etcd's lessor finds "
+			    "it expired on its next scan, every %d ms, and "
+			    "revokes it (its keys deleted %.0f ms after the "
+			    "expiry on average, max %.0f; a lease of etcd's "
+			    "alone, never renewed, %.0f ms after its TTL, "
+			    "median), and the waiter is granted %.1f ms "
+			    "(mean, max %.1f) after the deletion. A waiter "
+			    "may revoke the lease itself only once sure it "
+			    "expired, and etcd tells a lease's time to live "
+			    "in whole seconds: a read after the expiry, the "
+			    "revoke through raft and the waiter's read take "
+			    "more than the one round trip the target allows "
+			    "(weblocks.h, ETCD ENGINE)\n",
+			    p.left_max, LESSOR_SCAN_MS, p.late_mean,
+			    p.late_max,
+			    seen ? (double)scratch[seen / 2] / 1e6 - ttl_ms :
+				   0.0,
+			    p.react_mean, p.react_max);
 }

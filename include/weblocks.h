@@ -262,11 +262,21 @@
  *    lease has between 2/3 of the TTL and all of it left. etcd then deletes
  *    the keys late: its lessor looks for expired leases every 500 ms
  *    (etcd 3.4, 3.5) and revokes them through raft, so the deletion comes
- *    0-0.5 s after the expiry, and the waiter is granted about a round
+ *    0-0.5 s after the expiry (evenly spread: the deletions fall on the
+ *    lessor's 500 ms beat), and the waiter is granted about a round
  *    trip after the deletion. A dead holder's lock therefore passes on at
  *    most about TTL + 0.5 s + a round trip after its death, not TTL + a
  *    round trip; bench/etcd measures each part (a lease of etcd's alone,
- *    never renewed, is deleted as late).
+ *    never renewed, is deleted as late). A waiter could save most of
+ *    that scan by revoking the lease itself, but only once it is sure the
+ *    lease expired: until then a holder that is only slow may renew it,
+ *    and etcd tells a lease's time to live in whole seconds, so being
+ *    sure takes reads of it after the expiry (one showing under a second
+ *    left, another a second later showing no renewal since), then the
+ *    revoke through raft and the waiter's own read: at least two round
+ *    trips past the expiry plus the reads' spacing, so not within TTL + a
+ *    round trip either, for reads every few milliseconds while it waits.
+ *    The engine leaves the revoke to etcd.
  *  - Losing a lock: a process paused, or cut off from the cluster, for
  *    longer than the TTL loses its locks (those of all its managers of the
  *    cluster, on their one lease), and they are granted to others; a new

@@ -123,12 +123,26 @@ bool t_on_etcd(void)
 	return b && !strncmp(b, "etcd://", 7);
 }
 
+/* Whether each of @l[0..@n) is seen stolen now. */
+static bool all_stolen(struct wlk_lock *const *l, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (!wlk_lock_stolen(l[i]))
+			return false;
+	return true;
+}
+
+bool t_stolen_within(struct wlk_lock *const *l, unsigned int n,
+		     unsigned int ms)
+{
+	for (unsigned int i = 0; i < ms && !all_stolen(l, n); i++)
+		t_nap_ms(1);
+	return all_stolen(l, n);
+}
+
 bool t_stolen(struct wlk_lock *l)
 {
-	for (int i = 0; t_on_etcd() && i < T_WAIT_MS && !wlk_lock_stolen(l);
-	     i++)
-		t_nap_ms(1);
-	return wlk_lock_stolen(l);
+	return t_stolen_within(&l, 1, t_on_etcd() ? T_WAIT_MS : 0);
 }
 
 /* Tests that do not apply on etcd: "suite" or "suite::prefix" of names. */

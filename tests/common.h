@@ -59,6 +59,13 @@ void t_exit_leaking(int status) __attribute__((noreturn));
  * polls (bounded, T_WAIT_MS) for it there; at once on shared memory.
  */
 bool t_stolen(struct wlk_lock *l);
+/*
+ * Poll (bounded, @ms) until wlk_lock_stolen() is true of each of
+ * @l[0..@n), on either engine: true if so. For a holder that learns of a
+ * loss late, e.g. its lease's end once its process runs again.
+ */
+bool t_stolen_within(struct wlk_lock *const *l, unsigned int n,
+		     unsigned int ms);
 
 /* The fixture, for Test(suite, name, T_FIX, .timeout = N). */
 #define T_FIX .init = t_init, .fini = t_fini

@@ -10,7 +10,8 @@
 # queued, a member restarted, a release resent after its reply was lost,
 # a release after its lease ended unseen, two detect_deadlocks requests
 # closing one cycle at once, a process's managers on one lease and one
-# thread, a killed process's locks of all its managers passed on) and a
+# thread and one watch stream per bucket, a killed process's locks of all
+# its managers passed on) and a
 # short torture run
 # (tests/torture), and stop the members by their pids. Ends with "N
 # passed, N failed", which tests/run.sh adds to its totals; in a

@@ -34,7 +34,6 @@ static int stopped_scope_holder(void *arg)
 	struct wlk_manager *m;
 	struct wlk_lock *l = NULL, *l2 = NULL;
 	struct rec r = { 0 };
-	int i;
 
 	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 1);
 	T_CHILD_CHECK(wlk_acquire_scope(m, ab, 2, NULL, &l) == 0, 2);
@@ -44,9 +43,7 @@ static int stopped_scope_holder(void *arg)
 	T_CHILD_CHECK(t_put_byte(p[0].wr, 'h') == 0, 4);
 	/* Stopped here; continued once the test's scope is granted. */
 	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'c', 5);
-	for (i = 0; i < EXPIRY_WAIT_MS / 10 && !wlk_lock_stolen(l); i++)
-		t_nap_ms(10);
-	T_CHILD_CHECK(wlk_lock_stolen(l), 6);
+	T_CHILD_CHECK(t_stolen_within(&l, 1, EXPIRY_WAIT_MS), 6);
 	T_CHILD_CHECK(wlk_release(l) == WLK_ESTOLEN, 7);
 	T_CHILD_CHECK(t_pump(m, &r.calls, 1, EXPIRY_WAIT_MS), 8);
 	T_CHILD_CHECK(r.status == WLK_EABORTED && !r.lock, 9);

@@ -259,14 +259,9 @@ static int stopped_two_managers(void *arg)
 	T_CHILD_CHECK(t_put_byte(p[0].wr, 'h') == 0, 4);
 	/* Stopped here; continued once the test has both locks. */
 	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'c', 5);
-	for (i = 0; i < EXPIRY_WAIT_MS / 10 &&
-		    !(wlk_lock_stolen(l[0]) && wlk_lock_stolen(l[1]));
-	     i++)
-		t_nap_ms(10);
-	for (i = 0; i < 2; i++) {
-		T_CHILD_CHECK(wlk_lock_stolen(l[i]), 6);
+	T_CHILD_CHECK(t_stolen_within(l, 2, EXPIRY_WAIT_MS), 6);
+	for (i = 0; i < 2; i++)
 		T_CHILD_CHECK(wlk_release(l[i]) == WLK_ESTOLEN, 7);
-	}
 	/* Both go on, on the process's new lease. */
 	for (i = 0; i < 2; i++) {
 		T_CHILD_CHECK(wlk_acquire(m[i], "s", 1, NULL, &l[i]) == 0, 8);
