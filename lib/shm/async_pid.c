@@ -191,7 +191,6 @@ static bool watch_lifelines(struct wlk__bucket *b, struct wlk__actx *a)
 	for (unsigned int i = 0; i < a->n_pid; i++)
 		v[i] = (struct wlk__waitv){
 			wlk__lifeline_word(b, a->pid[i].agent), a->pid[i].life};
-	a->life_on = a->n_pid != 0;
 	return wlk__watcher_lifelines(a, v, a->n_pid) && all;
 }
 
@@ -203,12 +202,15 @@ void wlk__pidwatch_update(struct wlk__shm_manager *m, struct wlk__actx *a)
 	bool all;
 
 	/* Nothing waits: keep the pidfds for next time (their processes
-	 * are often the next blockers), and skip the segment mutex. */
+	 * are often the next blockers), and skip the segment mutex. The
+	 * lifelines stay with the lifeline thread too: taking them back
+	 * would wake it now, and handing them over again with the next
+	 * request would wake it once more (two context switches per
+	 * handoff to an event loop, where the same holder blocks it again
+	 * and again); kept, a blocker that dies meanwhile only costs a
+	 * dispatch that finds nothing to do. */
 	if (cds_list_empty(&m->pub.pending)) {
 		a->recheck = 0;
-		/* The lifeline thread need not wake for us, though. */
-		if (a->life_on)
-			a->life_on = !wlk__watcher_lifelines(a, NULL, 0);
 		return;
 	}
 	all = blockers_of(m, a, agents, &n);

@@ -398,7 +398,6 @@ struct wlk__actx {
 	/* Their lifelines, for the lifeline thread; under its mutex. */
 	struct wlk__waitv life[PIDFD_MAX];
 	unsigned int n_life;
-	bool life_on; /* some were handed to it (under amu) */
 	uint64_t recheck; /* a blocker is not watched: look again then */
 	bool timer_armed;  /* the timerfd may fire: read it when draining */
 };
