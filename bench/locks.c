@@ -6,6 +6,7 @@
 #include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -41,6 +42,9 @@ void lk_world_init(const char *tag)
 		int fd;
 
 		robust_init(&lkw.shm->robust[i].mu);
+		lkw.efd[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (lkw.efd[i] < 0)
+			die("eventfd: %s", strerror(errno));
 		snprintf(t, sizeof(t), "%s%d", tag, i);
 		bench_lockfile(lkw.files[i], sizeof(lkw.files[i]), t);
 		fd = open(lkw.files[i], O_RDWR | O_CREAT, 0600);
@@ -66,8 +70,10 @@ void lk_world_fini(void)
 {
 	remove_bucket(lkw.origin);
 	remove_bucket(lkw.origin_b);
-	for (int i = 0; i < LK_NAMES; i++)
+	for (int i = 0; i < LK_NAMES; i++) {
 		unlink(lkw.files[i]);
+		close(lkw.efd[i]);
+	}
 }
 
 void lk_open(struct lk *l, enum lk_kind kind, bool shared, int name,
@@ -140,6 +146,44 @@ void futex_unlock(uint32_t *w)
 	}
 }
 
+/*
+ * The floor of waking an event loop in another process: futex_lock()'s
+ * three states, but a waiter sleeps in poll() on an eventfd, which the
+ * releaser writes (one write(2), as weblocks' doorbell) and the woken
+ * waiter reads (one read(2), as a dispatch drains it). A write nobody
+ * waits for any more only makes the next poll() return at once.
+ */
+static void efd_lock(uint32_t *w, int efd)
+{
+	struct pollfd p = {.fd = efd, .events = POLLIN};
+	uint32_t c = 0;
+	uint64_t v;
+
+	if (__atomic_compare_exchange_n(w, &c, 1, false, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED))
+		return;
+	if (c != 2)
+		c = __atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE);
+	while (c != 0) {
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			die("poll: %s", strerror(errno));
+		if (read(efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			die("eventfd read: %s", strerror(errno));
+		c = __atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE);
+	}
+}
+
+static void efd_unlock(uint32_t *w, int efd)
+{
+	static const uint64_t one = 1;
+
+	if (__atomic_fetch_sub(w, 1, __ATOMIC_RELEASE) != 1) {
+		__atomic_store_n(w, 0, __ATOMIC_RELEASE);
+		if (write(efd, &one, sizeof(one)) < 0)
+			die("eventfd write: %s", strerror(errno));
+	}
+}
+
 static void granted(struct wlk_async *req, int status, struct wlk_lock *lock,
 		    void *arg)
 {
@@ -196,6 +240,9 @@ int lk_acquire(struct lk *l)
 		return broker_acquire(l->fd, l->name, l->shared);
 	case LK_WLK_ASYNC:
 		return acquire_async(l, l->shared ? &sh : &ex);
+	case LK_EFD_POLL:
+		efd_lock(&lkw.shm->efd_word[l->name].word, lkw.efd[l->name]);
+		return 0;
 	}
 	return -1;
 }
@@ -223,6 +270,9 @@ int lk_release(struct lk *l)
 		return rc;
 	case LK_BROKER:
 		return broker_release(l->fd, l->name);
+	case LK_EFD_POLL:
+		efd_unlock(&lkw.shm->efd_word[l->name].word, lkw.efd[l->name]);
+		return 0;
 	}
 	return -1;
 }

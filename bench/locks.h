@@ -30,6 +30,8 @@ enum lk_kind {
 	LK_BROKER,    /* a lock server process over AF_UNIX seqpacket */
 	LK_WLK_ASYNC, /* weblocks: wlk_request_async(), then poll() on the
 			 manager's descriptor and dispatch until granted */
+	LK_EFD_POLL,  /* LK_FUTEX's word, but a waiter sleeps in poll() on an
+			 eventfd that the releaser writes, then reads it */
 };
 
 /* A lock server, one socket per client, all created before forking. */
@@ -55,6 +57,10 @@ struct lk_shm {
 		uint32_t word;
 		char pad[64];
 	} futex[LK_NAMES];
+	union {
+		uint32_t word;
+		char pad[64];
+	} efd_word[LK_NAMES]; /* LK_EFD_POLL */
 };
 
 struct lk_world {
@@ -63,6 +69,7 @@ struct lk_world {
 	char origin_b[96];
 	char files[LK_NAMES][96];
 	struct broker *broker; /* NULL unless LK_BROKER is used */
+	int efd[LK_NAMES];     /* LK_EFD_POLL: inherited by every child */
 };
 
 extern struct lk_world lkw;
