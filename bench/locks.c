@@ -122,8 +122,13 @@ static long futex(uint32_t *w, int op, uint32_t val)
 	return syscall(SYS_futex, w, op, val, NULL, NULL, 0);
 }
 
-/* 0 free, 1 locked, 2 locked with (possible) sleepers. */
-void futex_lock(uint32_t *w)
+/*
+ * A three-state lock word (Drepper's): 0 free, 1 locked, 2 locked with
+ * (possible) sleepers; @wait_fn waits until a wake may have come, @wake_fn
+ * wakes one sleeper. The anchors differ only in those two.
+ */
+static void tri_lock(uint32_t *w, void (*wait_fn)(uint32_t *w, int fd),
+		     int fd)
 {
 	uint32_t c = 0;
 
@@ -133,55 +138,68 @@ void futex_lock(uint32_t *w)
 	if (c != 2)
 		c = __atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE);
 	while (c != 0) {
-		futex(w, FUTEX_WAIT, 2);
+		wait_fn(w, fd);
 		c = __atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE);
 	}
+}
+
+static void tri_unlock(uint32_t *w, void (*wake_fn)(uint32_t *w, int fd),
+		       int fd)
+{
+	if (__atomic_fetch_sub(w, 1, __ATOMIC_RELEASE) != 1) {
+		__atomic_store_n(w, 0, __ATOMIC_RELEASE);
+		wake_fn(w, fd);
+	}
+}
+
+static void futex_sleep(uint32_t *w, int fd)
+{
+	(void)fd;
+	futex(w, FUTEX_WAIT, 2);
+}
+
+static void futex_wake1(uint32_t *w, int fd)
+{
+	(void)fd;
+	futex(w, FUTEX_WAKE, 1);
+}
+
+void futex_lock(uint32_t *w)
+{
+	tri_lock(w, futex_sleep, -1);
 }
 
 void futex_unlock(uint32_t *w)
 {
-	if (__atomic_fetch_sub(w, 1, __ATOMIC_RELEASE) != 1) {
-		__atomic_store_n(w, 0, __ATOMIC_RELEASE);
-		futex(w, FUTEX_WAKE, 1);
-	}
+	tri_unlock(w, futex_wake1, -1);
 }
 
 /*
- * The floor of waking an event loop in another process: futex_lock()'s
- * three states, but a waiter sleeps in poll() on an eventfd, which the
- * releaser writes (one write(2), as weblocks' doorbell) and the woken
- * waiter reads (one read(2), as a dispatch drains it). A write nobody
- * waits for any more only makes the next poll() return at once.
+ * The floor of waking an event loop in another process: the same word,
+ * but a waiter sleeps in poll() on an eventfd, which the releaser writes
+ * (one write(2), as weblocks' doorbell) and the woken waiter reads (one
+ * read(2), as a dispatch drains it). A write nobody waits for any more
+ * only makes the next poll() return at once.
  */
-static void efd_lock(uint32_t *w, int efd)
+static void efd_sleep(uint32_t *w, int efd)
 {
 	struct pollfd p = {.fd = efd, .events = POLLIN};
-	uint32_t c = 0;
 	uint64_t v;
 
-	if (__atomic_compare_exchange_n(w, &c, 1, false, __ATOMIC_ACQUIRE,
-					__ATOMIC_RELAXED))
-		return;
-	if (c != 2)
-		c = __atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE);
-	while (c != 0) {
-		if (poll(&p, 1, -1) < 0 && errno != EINTR)
-			die("poll: %s", strerror(errno));
-		if (read(efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-			die("eventfd read: %s", strerror(errno));
-		c = __atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE);
-	}
+	(void)w;
+	if (poll(&p, 1, -1) < 0 && errno != EINTR)
+		die("poll: %s", strerror(errno));
+	if (read(efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		die("eventfd read: %s", strerror(errno));
 }
 
-static void efd_unlock(uint32_t *w, int efd)
+static void efd_wake(uint32_t *w, int efd)
 {
 	static const uint64_t one = 1;
 
-	if (__atomic_fetch_sub(w, 1, __ATOMIC_RELEASE) != 1) {
-		__atomic_store_n(w, 0, __ATOMIC_RELEASE);
-		if (write(efd, &one, sizeof(one)) < 0)
-			die("eventfd write: %s", strerror(errno));
-	}
+	(void)w;
+	if (write(efd, &one, sizeof(one)) < 0)
+		die("eventfd write: %s", strerror(errno));
 }
 
 static void granted(struct wlk_async *req, int status, struct wlk_lock *lock,
@@ -241,7 +259,8 @@ int lk_acquire(struct lk *l)
 	case LK_WLK_ASYNC:
 		return acquire_async(l, l->shared ? &sh : &ex);
 	case LK_EFD_POLL:
-		efd_lock(&lkw.shm->efd_word[l->name].word, lkw.efd[l->name]);
+		tri_lock(&lkw.shm->efd_word[l->name].word, efd_sleep,
+			 lkw.efd[l->name]);
 		return 0;
 	}
 	return -1;
@@ -271,7 +290,8 @@ int lk_release(struct lk *l)
 	case LK_BROKER:
 		return broker_release(l->fd, l->name);
 	case LK_EFD_POLL:
-		efd_unlock(&lkw.shm->efd_word[l->name].word, lkw.efd[l->name]);
+		tri_unlock(&lkw.shm->efd_word[l->name].word, efd_wake,
+			   lkw.efd[l->name]);
 		return 0;
 	}
 	return -1;
