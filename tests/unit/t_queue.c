@@ -193,12 +193,15 @@ Test(queue, release_puts_next_request_in_held_set_before_returning, T_FIX,
 	t_holder_join(&h);
 }
 
+/* The leading shared waiters are granted as one run (spec/queue.c), in
+ * request order, tokens too (on etcd, one release's grants share its
+ * revision); the shared one behind the exclusive is not. */
 Test(queue, release_grants_all_leading_shared_waiters, T_FIX, .timeout = 10)
 {
 	struct wlk_manager *a = t_open(), *b = t_open(), *c = t_open();
-	struct wlk_manager *d = t_open();
+	struct wlk_manager *d = t_open(), *e = t_open();
 	struct wlk_lock *la = NULL;
-	struct t_holder hb, hc, hd;
+	struct t_holder hb, hc, hd, he;
 
 	T_ASSERT_RC(wlk_acquire(a, "r", 1, NULL, &la), 0);
 	t_holder_start(&hb, b, "r", 1, &sh);
@@ -207,23 +210,35 @@ Test(queue, release_grants_all_leading_shared_waiters, T_FIX, .timeout = 10)
 	cr_assert(t_wait_pending(a, "r", 1, 2));
 	t_holder_start(&hd, d, "r", 1, NULL);
 	cr_assert(t_wait_pending(a, "r", 1, 3));
+	t_holder_start(&he, e, "r", 1, &sh);
+	cr_assert(t_wait_pending(a, "r", 1, 4));
 
 	T_ASSERT_RC(wlk_release(la), 0);
 	cr_assert_eq(t_held_by(a, "r", 1, id(b)), 1);
 	cr_assert_eq(t_held_by(a, "r", 1, id(c)), 1);
 	cr_assert_eq(t_held_n(a, "r", 1), 2);
-	cr_assert_eq(t_pending_n(a, "r", 1), 1);
+	cr_assert_eq(t_pending_n(a, "r", 1), 2);
 	cr_assert_eq(t_holder_wait_granted(&hb), 0);
 	cr_assert_eq(t_holder_wait_granted(&hc), 0);
+	if (t_on_etcd())
+		cr_assert_leq(hb.token, hc.token, "tokens out of order");
+	else
+		cr_assert_lt(hb.token, hc.token, "tokens out of request order");
 	cr_assert_eq(t_holder_release(&hb), 0);
-	cr_assert_eq(t_pending_n(a, "r", 1), 1);
+	cr_assert_eq(t_pending_n(a, "r", 1), 2);
 	cr_assert_eq(t_holder_release(&hc), 0);
 	cr_assert_eq(t_held_by(a, "r", 1, id(d)), 1);
+	cr_assert_eq(t_pending_n(a, "r", 1), 1);
 	cr_assert_eq(t_holder_wait_granted(&hd), 0);
+	cr_assert_gt(hd.token, hc.token);
 	cr_assert_eq(t_holder_release(&hd), 0);
+	cr_assert_eq(t_held_by(a, "r", 1, id(e)), 1);
+	cr_assert_eq(t_holder_wait_granted(&he), 0);
+	cr_assert_eq(t_holder_release(&he), 0);
 	t_holder_join(&hb);
 	t_holder_join(&hc);
 	t_holder_join(&hd);
+	t_holder_join(&he);
 }
 
 Test(queue, not_reentrant_if_available_gets_null, T_FIX, .timeout = 10)
