@@ -253,6 +253,9 @@
  *
  *  - Tokens (wlk_lock_token()) are etcd revisions: cluster-wide, every
  *    grant of a name above every earlier grant of it, but not consecutive.
+ *    Shared locks granted together (by one release) may share a token,
+ *    or have theirs in either order: each is the revision its waiter
+ *    found it granted at.
  *    Restoring the cluster from a backup can repeat them: restore with a
  *    new --initial-cluster-token, and re-fence the resources.
  *  - A process that dies without closing holds its locks until its lease
