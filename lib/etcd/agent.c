@@ -92,7 +92,7 @@ static bool on_lease(const struct wlk__etcd_lock *l, uint64_t id)
 
 static int lease_revoke(struct wlk__etcd_agent *a)
 {
-	struct json_object *req = json_object_new_object(), *rep;
+	struct json_object *req = json_object_new_object();
 	int rc;
 
 	if (!req)
@@ -100,10 +100,8 @@ static int lease_revoke(struct wlk__etcd_agent *a)
 	json_object_object_add(req, "ID", wlk__etcd_jstr_int(
 						  (int64_t)uatomic_read(
 							  &a->lease)));
-	rc = wlk__etcd_call(&a->conn, "/v3/lease/revoke", req, &rep);
+	rc = wlk__etcd_call(&a->conn, "/v3/lease/revoke", req, NULL);
 	json_object_put(req);
-	if (!rc)
-		json_object_put(rep);
 	return rc;
 }
 

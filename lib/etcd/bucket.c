@@ -227,7 +227,7 @@ out:
 /* Send the deletions in @ops (an array, taken) as one Txn. */
 static int delete_txn(struct wlk__etcd_manager *m, struct json_object *ops)
 {
-	struct json_object *t = json_object_new_object(), *rep;
+	struct json_object *t = json_object_new_object();
 	int rc;
 
 	if (!t) {
@@ -235,10 +235,8 @@ static int delete_txn(struct wlk__etcd_manager *m, struct json_object *ops)
 		return -ENOMEM;
 	}
 	json_object_object_add(t, "success", ops);
-	rc = wlk__etcd_call(&m->conn, "/v3/kv/txn", t, &rep);
+	rc = wlk__etcd_call(&m->conn, "/v3/kv/txn", t, NULL);
 	json_object_put(t);
-	if (!rc)
-		json_object_put(rep);
 	return rc;
 }
 

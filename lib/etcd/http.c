@@ -313,13 +313,17 @@ static enum attempt attempt(CURL *h, const char *url, const char *body,
 		json_object_put(j);
 		return a;
 	}
-	*out = j;
+	if (out)
+		*out = j;
+	else
+		json_object_put(j);
 	return OK;
 }
 
 /*
  * wlk__etcd_call() - POST @req (not consumed) to @path on a member of @c.
- * Return: 0 with *@out the reply object (the caller puts it), or
+ * Return: 0 with *@out the reply object (the caller puts it; with @out
+ * NULL the reply is only checked, then dropped), or
  * -EHOSTUNREACH (no member answered within c->timeout_ms), -ENOENT (a
  * lease not found), WLK_EFULL (a transaction over --max-txn-ops), -EPROTO
  * (a reply that is not etcd's), -EMSGSIZE (a reply over REPLY_MAX),
