@@ -868,6 +868,27 @@ pid_t t_fork(int (*fn)(void *arg), void *arg)
 	return pid;
 }
 
+void t_stopped_start(struct t_stopped *s, int (*fn)(void *arg))
+{
+	t_pipe_open(&s->p[0]);
+	t_pipe_open(&s->p[1]);
+	s->pid = t_fork(fn, s->p);
+	cr_assert_eq(t_get_byte(s->p[0].rd), 'h', "the child did not lock");
+	cr_assert_eq(kill(s->pid, SIGSTOP), 0);
+}
+
+int t_stopped_resume(struct t_stopped *s, int ms)
+{
+	int rc;
+
+	cr_assert_eq(kill(s->pid, SIGCONT), 0);
+	cr_assert_eq(t_put_byte(s->p[1].wr, 'c'), 0);
+	rc = t_wait(s->pid, ms);
+	t_pipe_close(&s->p[0]);
+	t_pipe_close(&s->p[1]);
+	return rc;
+}
+
 int t_wait(pid_t pid, int ms)
 {
 	uint64_t end = t_now_ns() + (uint64_t)ms * 1000000u;

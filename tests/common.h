@@ -195,6 +195,25 @@ bool t_readable(int fd);
 pid_t t_fork(int (*fn)(void *arg), void *arg);
 int t_wait(pid_t pid, int ms);
 
+/*
+ * A child stopped while it holds locks, so that its lease runs out (etcd):
+ * t_stopped_start() forks @fn(@s->p), which takes its locks, says 'h' on
+ * p[0] and then reads 'c' on p[1]; the child is stopped (SIGSTOP) once it
+ * said 'h'. t_stopped_resume() continues it, says 'c', and waits up to
+ * @ms for it to end (t_wait()'s status: 0 when @fn returned 0), then
+ * closes the pipes.
+ */
+struct t_stopped {
+	struct t_pipe p[2];
+	pid_t pid;
+};
+void t_stopped_start(struct t_stopped *s, int (*fn)(void *arg));
+int t_stopped_resume(struct t_stopped *s, int ms);
+/* How long a test waits for a stopped holder's lease to run out: its TTL
+ * (tests/etcd/check.sh sets 2 s) plus an election and a round trip, with
+ * room. */
+#define T_EXPIRY_WAIT_MS 15000
+
 /* In a child: return @code from the child function unless @cond holds. */
 #define T_CHILD_CHECK(cond, code)                                              \
 	do {                                                                   \

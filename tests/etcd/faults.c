@@ -33,9 +33,6 @@
 #define WAITERS 4
 /* How long a holder keeps the lock in the leader test. */
 #define HOLD_MS 150
-/* The grant after a stopped holder's lease expires: its TTL (check.sh
- * sets 2 s) plus an election and a round trip, with room. */
-#define EXPIRY_WAIT_MS 15000
 
 static void cluster(const char *cmd, int member)
 {
@@ -149,7 +146,7 @@ static int stopped_holder(void *arg)
 	T_CHILD_CHECK(t_put_byte(p[0].wr, 'h') == 0, 3);
 	/* Stopped here; continued once the waiter has the lock. */
 	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'c', 4);
-	T_CHILD_CHECK(t_stolen_within(&l, 1, EXPIRY_WAIT_MS), 5);
+	T_CHILD_CHECK(t_stolen_within(&l, 1, T_EXPIRY_WAIT_MS), 5);
 	T_CHILD_CHECK(wlk_release(l) == WLK_ESTOLEN, 6);
 	/* The manager goes on with a new lease. */
 	T_CHILD_CHECK(wlk_acquire(m, "other", 5, NULL, &l) == 0, 7);
@@ -164,29 +161,20 @@ Test(faults, expired_lease_grants_the_waiter_and_tells_the_holder, T_FIX,
 	struct wlk_manager *m = t_open();
 	struct wlk_lock *l = NULL;
 	struct wlk_options o = { .size = sizeof(o),
-				 .timeout_ns = EXPIRY_WAIT_MS * 1000000ull };
-	struct t_pipe p[2];
+				 .timeout_ns = T_EXPIRY_WAIT_MS * 1000000ull };
+	struct t_stopped st;
 	uint64_t t0;
-	pid_t pid;
 	int rc;
 
-	t_pipe_open(&p[0]);
-	t_pipe_open(&p[1]);
-	pid = t_fork(stopped_holder, p);
-	cr_assert_eq(t_get_byte(p[0].rd), 'h');
-	cr_assert_eq(kill(pid, SIGSTOP), 0);
+	t_stopped_start(&st, stopped_holder);
 	t0 = t_now_ns();
 	T_ASSERT_RC(wlk_acquire(m, "r", 1, &o, &l), 0);
 	cr_log_info("granted %.2f s after the holder stopped",
 		    (double)(t_now_ns() - t0) / 1e9);
-	cr_assert_eq(kill(pid, SIGCONT), 0);
-	cr_assert_eq(t_put_byte(p[1].wr, 'c'), 0);
-	rc = t_wait(pid, EXPIRY_WAIT_MS * 2);
+	rc = t_stopped_resume(&st, T_EXPIRY_WAIT_MS * 2);
 	cr_assert_eq(rc, 0, "the holder's step %d failed", rc);
 	cr_assert_not(wlk_lock_stolen(l));
 	T_ASSERT_RC(wlk_release(l), 0);
-	t_pipe_close(&p[0]);
-	t_pipe_close(&p[1]);
 }
 
 /* Release "r" when told; the waiter is in the test's process. */

@@ -20,9 +20,6 @@
 
 #include "../scope_common.h"
 
-/* The grant after a stopped holder's lease expires: its TTL (check.sh
- * sets 2 s) plus an election and a round trip, with room. */
-#define EXPIRY_WAIT_MS 15000
 
 /* Child: hold {a, b}, wait for {c, d} (the test holds "d"), say 'h'; be
  * stopped; on 'c', see both lost, and take another scope. */
@@ -43,9 +40,9 @@ static int stopped_scope_holder(void *arg)
 	T_CHILD_CHECK(t_put_byte(p[0].wr, 'h') == 0, 4);
 	/* Stopped here; continued once the test's scope is granted. */
 	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'c', 5);
-	T_CHILD_CHECK(t_stolen_within(&l, 1, EXPIRY_WAIT_MS), 6);
+	T_CHILD_CHECK(t_stolen_within(&l, 1, T_EXPIRY_WAIT_MS), 6);
 	T_CHILD_CHECK(wlk_release(l) == WLK_ESTOLEN, 7);
-	T_CHILD_CHECK(t_pump(m, &r.calls, 1, EXPIRY_WAIT_MS), 8);
+	T_CHILD_CHECK(t_pump(m, &r.calls, 1, T_EXPIRY_WAIT_MS), 8);
 	T_CHILD_CHECK(r.status == WLK_EABORTED && !r.lock, 9);
 	T_CHILD_CHECK(wlk_acquire_scope(m, xy, 2, NULL, &l2) == 0, 10);
 	T_CHILD_CHECK(wlk_release(l2) == 0, 11);
@@ -60,18 +57,13 @@ Test(etcd_scopes, an_expired_lease_takes_held_and_queued_scopes_whole,
 	struct wlk_name bc[] = { N("b"), N("c") };
 	struct wlk_lock *ld = NULL, *l = NULL;
 	struct wlk_options o = { .size = sizeof(o),
-				 .timeout_ns = EXPIRY_WAIT_MS * 1000000ull };
-	struct t_pipe p[2];
+				 .timeout_ns = T_EXPIRY_WAIT_MS * 1000000ull };
+	struct t_stopped st;
 	uint64_t t0;
-	pid_t pid;
 	int rc;
 
 	T_ASSERT_RC(wlk_acquire(m, "d", 1, NULL, &ld), 0);
-	t_pipe_open(&p[0]);
-	t_pipe_open(&p[1]);
-	pid = t_fork(stopped_scope_holder, p);
-	cr_assert_eq(t_get_byte(p[0].rd), 'h');
-	cr_assert_eq(kill(pid, SIGSTOP), 0);
+	t_stopped_start(&st, stopped_scope_holder);
 	cr_assert_eq(t_held_n(m, NULL, 0), 3, "{a, b} and \"d\"");
 	cr_assert_eq(t_pending_n(m, NULL, 0), 2, "{c, d}");
 	/* Behind the held scope on "b", the queued one on "c". */
@@ -79,19 +71,15 @@ Test(etcd_scopes, an_expired_lease_takes_held_and_queued_scopes_whole,
 	T_ASSERT_RC(wlk_acquire_scope(m, bc, 2, &o, &l), 0);
 	cr_log_info("granted %.2f s after the holder stopped",
 		    (double)(t_now_ns() - t0) / 1e9);
-	cr_assert_eq(t_entries_of(m, pid), 0, "the lost scopes, in part");
+	cr_assert_eq(t_entries_of(m, st.pid), 0, "the lost scopes, in part");
 	cr_assert_eq(t_held_n(m, "a", 1), 0);
 	cr_assert_eq(t_pending_n(m, NULL, 0), 0);
-	cr_assert_eq(kill(pid, SIGCONT), 0);
-	cr_assert_eq(t_put_byte(p[1].wr, 'c'), 0);
-	rc = t_wait(pid, EXPIRY_WAIT_MS * 2);
+	rc = t_stopped_resume(&st, T_EXPIRY_WAIT_MS * 2);
 	cr_assert_eq(rc, 0, "the holder's step %d failed", rc);
 	cr_assert_not(wlk_lock_stolen(l));
 	T_ASSERT_RC(wlk_release(l), 0);
 	T_ASSERT_RC(wlk_release(ld), 0);
 	t_assert_valid(m, NULL);
-	t_pipe_close(&p[0]);
-	t_pipe_close(&p[1]);
 }
 
 /* @s in hex into @o (NUL-terminated). */

@@ -33,9 +33,6 @@
 /* After its TTL, an expired lease's keys go within etcd's lessor period
  * (500 ms) and a round trip or two: room for a loaded machine. */
 #define EXPIRY_SLACK_MS 2500
-/* The grant after a stopped holder's lease expires, at most (as
- * faults.c's). */
-#define EXPIRY_WAIT_MS 15000
 /* The second bucket of the tests. */
 #define OTHER "other"
 
@@ -259,7 +256,7 @@ static int stopped_two_managers(void *arg)
 	T_CHILD_CHECK(t_put_byte(p[0].wr, 'h') == 0, 4);
 	/* Stopped here; continued once the test has both locks. */
 	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'c', 5);
-	T_CHILD_CHECK(t_stolen_within(l, 2, EXPIRY_WAIT_MS), 6);
+	T_CHILD_CHECK(t_stolen_within(l, 2, T_EXPIRY_WAIT_MS), 6);
 	for (i = 0; i < 2; i++)
 		T_CHILD_CHECK(wlk_release(l[i]) == WLK_ESTOLEN, 7);
 	/* Both go on, on the process's new lease. */
@@ -276,34 +273,25 @@ Test(etcd_shared, a_lost_lease_takes_the_locks_of_all_the_managers_on_it,
 {
 	struct wlk_manager_options mo = WLK_MANAGER_OPTIONS_INIT;
 	struct wlk_options o = { .size = sizeof(o),
-				 .timeout_ns = EXPIRY_WAIT_MS * 1000000ull };
+				 .timeout_ns = T_EXPIRY_WAIT_MS * 1000000ull };
 	struct wlk_manager *m[2];
 	struct wlk_lock *l[2] = { NULL };
-	struct t_pipe p[2];
-	pid_t pid;
+	struct t_stopped st;
 	int rc;
 
 	mo.bucket = OTHER;
 	t_track_bucket(t_origin, OTHER, NULL);
 	m[0] = t_open();
 	m[1] = t_open_opts(&mo);
-	t_pipe_open(&p[0]);
-	t_pipe_open(&p[1]);
-	pid = t_fork(stopped_two_managers, p);
-	cr_assert_eq(t_get_byte(p[0].rd), 'h', "the child did not lock");
-	cr_assert_eq(kill(pid, SIGSTOP), 0);
+	t_stopped_start(&st, stopped_two_managers);
 	for (int i = 0; i < 2; i++)
 		T_ASSERT_RC(wlk_acquire(m[i], "r", 1, &o, &l[i]), 0);
-	cr_assert_eq(kill(pid, SIGCONT), 0);
-	cr_assert_eq(t_put_byte(p[1].wr, 'c'), 0);
-	rc = t_wait(pid, EXPIRY_WAIT_MS * 2);
+	rc = t_stopped_resume(&st, T_EXPIRY_WAIT_MS * 2);
 	cr_assert_eq(rc, 0, "the holder's step %d failed", rc);
 	for (int i = 0; i < 2; i++) {
 		cr_assert_not(wlk_lock_stolen(l[i]));
 		T_ASSERT_RC(wlk_release(l[i]), 0);
 	}
-	t_pipe_close(&p[0]);
-	t_pipe_close(&p[1]);
 }
 
 /*
