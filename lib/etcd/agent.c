@@ -90,6 +90,16 @@ static bool on_lease(const struct wlk__etcd_lock *l, uint64_t id)
 	       !memcmp(l->key + l->key_len - KEY_TAIL + 3, hex, LEASE_DIGITS);
 }
 
+/*
+ * wlk__etcd_lease_alive() - whether the cluster still has @lease (it is
+ * renewed by the asking, as the agent thread would). Return: 0 alive,
+ * 1 gone (expired, revoked), or as wlk__etcd_call().
+ */
+int wlk__etcd_lease_alive(struct wlk__etcd_agent *a, uint64_t lease)
+{
+	return keepalive(a, lease);
+}
+
 static int lease_revoke(struct wlk__etcd_agent *a)
 {
 	struct json_object *req = json_object_new_object();

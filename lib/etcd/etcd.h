@@ -297,6 +297,8 @@ int wlk__etcd_lease_grant(struct wlk__etcd_conn *c, unsigned int ttl,
 			  uint64_t *id) WLK_INTERNAL;
 int wlk__etcd_lease_renew(struct wlk__etcd_agent *a,
 			  uint64_t old) WLK_INTERNAL;
+int wlk__etcd_lease_alive(struct wlk__etcd_agent *a,
+			  uint64_t lease) WLK_INTERNAL;
 
 /* registry.c */
 int wlk__etcd_agent_join(struct wlk__etcd_manager *m, const char *backend,

@@ -200,8 +200,10 @@ int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
  * lease is not was held, and stolen, before this read (a steal deletes
  * holders only): a grant, stolen already, whose token is the entry's
  * creation (below the stealer's, and so refused by a fenced resource).
- * Gone with its lease: WLK_EABORTED. Part of a scope: -EPROTO (its keys
- * come and go in one revision).
+ * Gone with its lease: WLK_EABORTED. The process's idea of its lease may
+ * be late (it was stopped, or its keepalive has not failed yet), so the
+ * cluster is asked before a gone entry counts as stolen. Part of a scope:
+ * -EPROTO (its keys come and go in one revision).
  */
 int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 		       struct wlk__etcd_kvs *k, bool *held)
@@ -210,6 +212,7 @@ int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 	unsigned int n = wlk__etcd_nkeys(l), found = 0;
 	uint64_t token;
 	bool all = true;
+	int rc;
 
 	for (unsigned int i = 0; i < n; i++) {
 		size_t len;
@@ -227,6 +230,9 @@ int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 	if (!found) {
 		if (!put || l->lease != wlk__etcd_lease(m))
 			return WLK_EABORTED;
+		rc = wlk__etcd_lease_alive(m->a, l->lease);
+		if (rc)
+			return rc == 1 ? WLK_EABORTED : rc;
 		uatomic_set(&l->gone, 1);
 		token = (uint64_t)put;
 		*held = true;
