@@ -16,6 +16,22 @@
  * Every Txn may be sent twice (http.c tries another member when one did
  * not answer, and the first may have applied): each one also ranges the
  * name, and finding its own key there is the proof that it applied.
+ *
+ * SERIALS. A key's tail ends in a serial of its manager. etcd keeps a
+ * deleted key in its index, as a tombstone, until the cluster is
+ * compacted, and a range over a name walks them all: with a new key per
+ * request, every read and Txn of a busy name grew with its history. So a
+ * manager takes back the serial of a lock's keys once they are surely
+ * gone, and its next request, on any name, uses it again: a process that
+ * takes and releases a name puts one key over and over, as with etcd's
+ * own lock service (whose key is the lease's).
+ *
+ * Surely gone means that no call about them may still apply: a call
+ * that failed, went to a second member or was sent on a new connection
+ * (http.c, wlk__etcd_unsure) may apply late, and a late delete would take
+ * the next lock's entry, so that serial is never used again. A deletion
+ * that a watch reports after the key was put anew is told from one of
+ * the new entry by its revision (gone.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -132,6 +148,34 @@ static int request(struct wlk__etcd_req *r, const struct wlk_options *o,
 	return rc;
 }
 
+/* A serial for a new request of @m (SERIALS above). */
+static uint32_t serial_get(struct wlk__etcd_manager *m)
+{
+	uint32_t s;
+
+	pthread_mutex_lock(&m->lmu);
+	s = m->n_spare ? m->spare[--m->n_spare] : ++m->seq;
+	pthread_mutex_unlock(&m->lmu);
+	return s;
+}
+
+/*
+ * The end of @l's keys (of @m), gone or never put: their serial goes back
+ * to @m, unless a call about them may still apply (SERIALS above) or @m
+ * is closed; then the keys are freed.
+ */
+static void forget(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l)
+{
+	if (!l->unsure && l->key) {
+		pthread_mutex_lock(&m->lmu);
+		if (!uatomic_read(&m->base.closed) &&
+		    m->n_spare < WLK_ETCD_SPARE_SERIALS)
+			m->spare[m->n_spare++] = l->serial;
+		pthread_mutex_unlock(&m->lmu);
+	}
+	wlk__etcd_forget_keys(l);
+}
+
 static void track(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 		  bool on)
 {
@@ -177,16 +221,19 @@ int wlk__etcd_submit(struct wlk__etcd_manager *m, struct wlk_lock *pl,
 	for (int round = 0; round < LEASE_ROUNDS; round++) {
 		l->gone = 0;
 		l->put_rev = 0;
+		l->del_rev = 0;
 		l->releasing = false;
+		l->unsure = false;
 		r.lease = wlk__etcd_lease(m);
 		l->lease = r.lease;
+		l->serial = serial_get(m);
 		/* The seq's high digits are the manager's number: managers
 		 * of a process share its lease, and a key names its
 		 * manager (deadlock.c) with both. */
 		snprintf(tail, sizeof(tail), "%c%c-%016llx-%08x%08x",
 			 o->steal ? '0' : '1', m_ch,
 			 (unsigned long long)r.lease, (unsigned int)m->no,
-			 (unsigned int)uatomic_add_return(&m->seq, 1));
+			 (unsigned int)l->serial);
 		if (pl->scope) {
 			rc = wlk__etcd_scope_keys(m, l, tail, strlen(tail));
 			if (rc)
@@ -222,7 +269,7 @@ int wlk__etcd_submit(struct wlk__etcd_manager *m, struct wlk_lock *pl,
 		if (!rc && (*held || *queued))
 			break;
 		track(m, l, false);
-		wlk__etcd_forget_keys(l);
+		forget(m, l);
 		if (rc != -ENOENT || uatomic_read(&m->base.closed))
 			break;
 		rc = wlk__etcd_lease_renew(m->a, r.lease);
@@ -272,7 +319,7 @@ void wlk__etcd_drop(struct wlk__etcd_manager *m, struct wlk_lock *pl)
 		return;
 	track(m, l, false);
 	(void)wlk__etcd_delete(m, l, NULL);
-	wlk__etcd_forget_keys(l);
+	forget(m, l);
 }
 
 /*
@@ -293,7 +340,7 @@ int wlk__etcd_release(struct wlk_lock *pl)
 	cds_list_del(&l->link);
 	pthread_mutex_unlock(&m->lmu);
 	if (uatomic_read(&m->base.closed)) {
-		wlk__etcd_forget_keys(l);
+		forget(m, l);
 		return WLK_ESTATE;
 	}
 	/* Nothing deleted: someone else did (a steal, the lease's end), or
@@ -303,6 +350,6 @@ int wlk__etcd_release(struct wlk_lock *pl)
 	if (!rc && (uatomic_read(&l->gone) ||
 		    (!deleted && !wlk__etcd_deleted_by_us(m, l))))
 		rc = WLK_ESTOLEN;
-	wlk__etcd_forget_keys(l);
+	forget(m, l);
 	return rc;
 }

@@ -12,7 +12,9 @@
  *    where c is '0' for a steal and '1' otherwise, m is 'x' or 's', lease
  *    and seq 16 hex digits each; seq's first 8 are the manager's number in
  *    its process, so that lease and number name the manager (its client,
- *    deadlock.c). Names and identifiers are hex-encoded, so
+ *    deadlock.c), its last 8 a serial the manager reuses (acquire.c,
+ *    SERIALS): a name's keys do not pile up as tombstones in etcd's
+ *    index, which every range of the name would walk. Names and identifiers are hex-encoded, so
  *    no byte of them can reach outside its bucket's or name's prefix. The
  *    value is "<m> <pid> <clientId>".
  *  - The entries of a name, ordered by (c, create_revision), are one list:
@@ -61,6 +63,10 @@
  * lease's digits. */
 #define LEASE_DIGITS 16
 #define KEY_TAIL (2 + 1 + LEASE_DIGITS + 1 + 16)
+
+/* Serials of released keys a manager keeps for its next requests
+ * (acquire.c, SERIALS). */
+#define WLK_ETCD_SPARE_SERIALS 32
 
 /* Handles kept for reuse per connection (their TCP connections stay up). */
 #define WLK_ETCD_POOL 8
@@ -165,7 +171,9 @@ struct wlk__etcd_manager {
 	struct cds_list_head peer;  /* in a->managers, under a->mu */
 	uint32_t no;         /* its number in the agent: its keys' client */
 	bool woken;          /* under a->mu: a watch message concerns it */
-	uint64_t seq;        /* [A] the next request's number */
+	uint32_t seq;        /* under lmu: the last serial made */
+	uint32_t spare[WLK_ETCD_SPARE_SERIALS]; /* under lmu: reusable */
+	unsigned int n_spare;
 	uint32_t events;     /* [A] futex: bumped by deletions in the bucket */
 	pthread_mutex_t lmu; /* guards locks */
 	struct cds_list_head locks; /* struct wlk__etcd_lock, pending+held */
@@ -192,6 +200,10 @@ struct wlk__etcd_lock {
 					 NULL for a single name */
 	uint64_t lease;  /* the lease its key is on */
 	int64_t put_rev; /* [A] the revision its key was put at, or 0 */
+	int64_t del_rev; /* under m->lmu: its key's last deletion seen
+			    while put_rev was 0 (gone.c) */
+	uint32_t serial; /* its keys' serial (acquire.c, SERIALS) */
+	bool unsure;     /* a call on its keys may have applied twice */
 	uint32_t gone;  /* [A] its key was deleted by someone else */
 	bool releasing; /* under m->lmu: our own delete is on its way */
 	bool granted;   /* an async request's: held, not yet dispatched */
@@ -211,6 +223,7 @@ static inline struct wlk__etcd_lock *wlk__etcd_l(struct wlk_lock *l)
 int wlk__etcd_conn_init(struct wlk__etcd_conn *c,
 			const char *backend) WLK_INTERNAL;
 void wlk__etcd_conn_fini(struct wlk__etcd_conn *c) WLK_INTERNAL;
+extern WLK_TLS bool wlk__etcd_unsure WLK_INTERNAL;
 int wlk__etcd_call(struct wlk__etcd_conn *c, const char *path,
 		   struct json_object *req,
 		   struct json_object **out) WLK_INTERNAL;
@@ -277,10 +290,13 @@ int wlk__etcd_bucket_leave(struct wlk__etcd_manager *m,
 
 /* gone.c */
 void wlk__etcd_local_add(struct wlk__etcd_manager *m, bool on) WLK_INTERNAL;
-void wlk__etcd_local_gone(const char *key, size_t len) WLK_INTERNAL;
+void wlk__etcd_local_gone(const char *key, size_t len,
+			  int64_t rev) WLK_INTERNAL;
 void wlk__etcd_local_forget(void) WLK_INTERNAL;
 bool wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
-			 size_t len) WLK_INTERNAL;
+			 size_t len, int64_t rev) WLK_INTERNAL;
+void wlk__etcd_put_at(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+		      int64_t rev) WLK_INTERNAL;
 void wlk__etcd_wake(struct wlk__etcd_manager *m) WLK_INTERNAL;
 
 /* watch.c */

@@ -24,13 +24,32 @@ static size_t name_part(const char *key, size_t len)
 }
 
 /*
+ * Whether a deletion of a lock's key at revision @rev took this lock's
+ * entry: the key was put before it. A manager reuses its keys (acquire.c,
+ * SERIALS), so a deletion seen late may be that of an earlier lock's.
+ * The put's revision not known yet (its reply is on its way), @rev waits
+ * in del_rev for wlk__etcd_put_at(). Under m->lmu.
+ */
+static bool took(struct wlk__etcd_lock *l, int64_t rev)
+{
+	int64_t put = uatomic_read(&l->put_rev);
+
+	if (!put) {
+		if (rev > l->del_rev)
+			l->del_rev = rev;
+		return false;
+	}
+	return rev > put;
+}
+
+/*
  * wlk__etcd_mark_gone() - mark gone every lock whose key (one of whose
- * keys) is @key (or every lock, for NULL), except those we are
- * releasing. Return: whether
+ * keys) is @key, deleted at revision @rev, and put before it (or every
+ * lock, for NULL), except those we are releasing. Return: whether
  * a request or lock of @m is on @key's name (its waiters should look).
  */
 bool wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
-			 size_t len)
+			 size_t len, int64_t rev)
 {
 	size_t np = key ? name_part(key, len) : 0;
 	struct wlk__etcd_lock *l;
@@ -50,7 +69,7 @@ bool wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
 				name_part(k, kl) == np;
 			hit |= kl == len && !memcmp(k, key, len);
 		}
-		if (l->releasing || !hit)
+		if (l->releasing || !hit || (key && !took(l, rev)))
 			continue;
 		uatomic_set(&l->gone, 1);
 		any = true;
@@ -59,6 +78,26 @@ bool wlk__etcd_mark_gone(struct wlk__etcd_manager *m, const char *key,
 	if (any) /* a watched lock's stolen callback */
 		wlk__etcd_ring(m);
 	return near || any;
+}
+
+/*
+ * wlk__etcd_put_at() - @l's entry (a scope's entries) was put at revision
+ * @rev: a deletion of its key seen before this, but made after @rev,
+ * took it (took() above).
+ */
+void wlk__etcd_put_at(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
+		      int64_t rev)
+{
+	bool lost;
+
+	pthread_mutex_lock(&m->lmu);
+	uatomic_set(&l->put_rev, rev);
+	lost = l->del_rev > rev && !l->releasing;
+	if (lost)
+		uatomic_set(&l->gone, 1);
+	pthread_mutex_unlock(&m->lmu);
+	if (lost)
+		wlk__etcd_ring(m);
 }
 
 /* Blocked requests read their names again; async ones at the next
@@ -93,13 +132,14 @@ void wlk__etcd_local_forget(void)
 	CDS_INIT_LIST_HEAD(&open_managers);
 }
 
-/* A steal deleted @key: the lock of a manager of this process is gone. */
-void wlk__etcd_local_gone(const char *key, size_t len)
+/* A steal deleted @key at revision @rev: the lock of a manager of this
+ * process is gone. */
+void wlk__etcd_local_gone(const char *key, size_t len, int64_t rev)
 {
 	struct wlk__etcd_manager *m;
 
 	pthread_mutex_lock(&all_mu);
 	cds_list_for_each_entry(m, &open_managers, all)
-		wlk__etcd_mark_gone(m, key, len);
+		wlk__etcd_mark_gone(m, key, len, rev);
 	pthread_mutex_unlock(&all_mu);
 }

@@ -320,6 +320,13 @@ static enum attempt attempt(CURL *h, const char *url, const char *body,
 	return OK;
 }
 
+/* Whether this thread's last wlk__etcd_call() may have reached etcd more
+ * than once, or not at all: it failed, tried another member, or curl
+ * connected anew (curl sends a request again on a fresh connection when
+ * a kept one died before any reply). Who reuses keys must know
+ * (acquire.c, SERIALS). */
+WLK_TLS bool wlk__etcd_unsure;
+
 /*
  * wlk__etcd_call() - POST @req (not consumed) to @path on a member of @c.
  * Return: 0 with *@out the reply object (the caller puts it; with @out
@@ -338,9 +345,12 @@ int wlk__etcd_call(struct wlk__etcd_conn *c, const char *path,
 	char url[sizeof("http://") + WLK_ETCD_HOST_MAX + 64];
 	unsigned int first = uatomic_read(&c->cur) % c->n_url;
 	enum attempt a = NEXT;
+	unsigned int tries = 0;
+	long connects = 0;
 	CURL *h;
 	int rc = -EHOSTUNREACH;
 
+	wlk__etcd_unsure = true;
 	if (!body)
 		return -ENOMEM;
 	h = handle_get(c);
@@ -357,6 +367,8 @@ int wlk__etcd_call(struct wlk__etcd_conn *c, const char *path,
 			ms = (long)((deadline - now) / 1000000u) + 1;
 			snprintf(url, sizeof(url), "%s%s", c->url[k], path);
 			a = attempt(h, url, body, ms, out, &rc);
+			tries++;
+			curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
 			if (a == OK) {
 				uatomic_set(&c->cur, k);
 				rc = 0;
@@ -370,6 +382,7 @@ int wlk__etcd_call(struct wlk__etcd_conn *c, const char *path,
 		}
 	}
 out:
+	wlk__etcd_unsure = rc || tries > 1 || connects > 0;
 	handle_put(c, h);
 	return rc;
 }

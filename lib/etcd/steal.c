@@ -160,7 +160,8 @@ static int steal_round(struct wlk__etcd_req *r, struct wlk__etcd_kvs *k,
 	/* Managers of this process know at once (others by their watch). */
 	for (size_t i = 0; applied && i < k->n; i++)
 		if (k->e[i].mark == VICTIM)
-			wlk__etcd_local_gone(k->e[i].key, k->e[i].key_len);
+			wlk__etcd_local_gone(k->e[i].key, k->e[i].key_len,
+					     after.revision);
 	wlk__etcd_kvs_free(k);
 	*k = after;
 	wlk__etcd_classify(k);

@@ -76,6 +76,8 @@ int wlk__etcd_txn(struct wlk__etcd_req *r, struct json_object *cmp,
 	json_object_object_add(t, "failure", fail);
 	rc = wlk__etcd_call(&r->m->conn, "/v3/kv/txn", t, &rep);
 	json_object_put(t);
+	if (r->l && wlk__etcd_unsure)
+		r->l->unsure = true;
 	if (rc)
 		return rc;
 	rc = wlk__etcd_txn_reply(rep, r->m->prefix, r->m->prefix_len,
@@ -156,6 +158,7 @@ static int scope_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 	json_object_object_add(t, "success", ops);
 	rc = wlk__etcd_call(&m->conn, "/v3/kv/txn", t, &rep);
 	json_object_put(t);
+	l->unsure |= wlk__etcd_unsure;
 	if (rc)
 		return rc;
 	rc = deleted_sum(rep, &n);
@@ -184,6 +187,7 @@ int wlk__etcd_delete(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 	json_object_object_add(d, "key", wlk__etcd_jkey(l->key, l->key_len));
 	rc = wlk__etcd_call(&m->conn, "/v3/kv/deleterange", d, &rep);
 	json_object_put(d);
+	l->unsure |= wlk__etcd_unsure;
 	if (rc)
 		return rc;
 	rc = wlk__etcd_int64(rep, "deleted", &n);
@@ -237,7 +241,8 @@ int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 		token = (uint64_t)put;
 		*held = true;
 	} else {
-		uatomic_set(&l->put_rev, created);
+		if (created != put)
+			wlk__etcd_put_at(m, l, created);
 		*held = all;
 		token = (uint64_t)k->revision;
 	}

@@ -81,15 +81,16 @@ void wlk__etcd_watch_resync(struct wlk__etcd_watch *w)
 	w->restarted = !read;
 }
 
-/* A deletion of @key in @w's bucket: each manager of the bucket told
+/* A deletion of @key in @w's bucket, at revision @rev: each manager of the bucket told
  * (gone.c); those it concerns are woken once the message is read. */
-static void deleted(struct wlk__etcd_watch *w, const char *key, size_t n)
+static void deleted(struct wlk__etcd_watch *w, const char *key, size_t n,
+		    int64_t rev)
 {
 	struct wlk__etcd_manager *m;
 
 	cds_list_for_each_entry(m, &w->a->managers, peer)
 		/* Only a deletion on a name we wait for can grant us. */
-		if (on(m, w) && wlk__etcd_mark_gone(m, key, n))
+		if (on(m, w) && wlk__etcd_mark_gone(m, key, n, rev))
 			m->woken = true;
 }
 
@@ -150,7 +151,7 @@ static void on_message(struct wlk__etcd_watch *w, struct json_object *msg)
 			w->failed = true;
 			break;
 		}
-		deleted(w, k, n);
+		deleted(w, k, n, v);
 		free(k);
 		if (v >= w->rev)
 			w->rev = v + 1;

@@ -43,6 +43,29 @@ static void note_lease(struct proxy *p, const char *b, size_t n)
 		atomic_store(&p->lease, v);
 }
 
+/* The key of a put in a request's bytes ("request_put":{"key":"<b64>"):
+ * counted when unlike the last put's. */
+static void note_key(struct proxy *p, const char *b, size_t n)
+{
+	static const char tag[] = "\"request_put\":{\"key\":\"";
+	const char *at = memmem(b, n, tag, strlen(tag)), *end;
+
+	if (!at)
+		return;
+	at += strlen(tag);
+	end = memchr(at, '"', (size_t)(b + n - at));
+	if (!end || (size_t)(end - at) >= sizeof(p->put_key))
+		return;
+	pthread_mutex_lock(&p->put_mu);
+	if (strlen(p->put_key) != (size_t)(end - at) ||
+	    memcmp(p->put_key, at, (size_t)(end - at))) {
+		memcpy(p->put_key, at, (size_t)(end - at));
+		p->put_key[end - at] = '\0';
+		atomic_fetch_add(&p->new_keys, 1);
+	}
+	pthread_mutex_unlock(&p->put_mu);
+}
+
 /* Hold this Txn back if armed, until the test lets it go (bounded). */
 static void hold(struct proxy *p)
 {
@@ -76,6 +99,7 @@ static void *pump(void *arg)
 				break;
 			watch |= has(buf, (size_t)n, "/v3/watch");
 			note_lease(p, buf, (size_t)n);
+			note_key(p, buf, (size_t)n);
 			if (has(buf, (size_t)n, "/v3/kv/txn"))
 				hold(p);
 			if (has(buf, (size_t)n, "/v3/kv/deleterange")) {
@@ -150,6 +174,7 @@ void proxy_start(struct proxy *p)
 	cr_assert(b && sscanf(b, "etcd://127.0.0.1:%d", &port) == 1,
 		  "not run by tests/etcd/check.sh");
 	memset(p, 0, sizeof(*p));
+	pthread_mutex_init(&p->put_mu, NULL);
 	p->up = a;
 	p->up.sin_port = htons((uint16_t)port);
 	p->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

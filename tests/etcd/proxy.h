@@ -2,7 +2,8 @@
 /*
  * proxy.h - a proxy in a test that stands for the cluster's first member
  * (tests/etcd/proxy.c): it forwards bytes both ways, and on request
- * drops a delete's reply, mutes watch streams, or holds a Txn back.
+ * drops a delete's reply, mutes watch streams, or holds a Txn back; it
+ * notes the lease and the key of the puts it passes on.
  */
 #ifndef WLK_TESTS_ETCD_PROXY_H
 #define WLK_TESTS_ETCD_PROXY_H
@@ -20,6 +21,9 @@ struct proxy {
 	atomic_int dropped;      /* replies dropped */
 	atomic_int mute_watch;   /* discard what watch streams carry */
 	atomic_llong lease;      /* the last lease a put named, or 0 */
+	pthread_mutex_t put_mu;  /* guards put_key */
+	char put_key[512];       /* the last key a put named (base64) */
+	atomic_int new_keys;     /* puts of a key unlike the put before */
 	atomic_int hold_armed;   /* hold the next Txn back ... */
 	atomic_int holding;      /* ... which it now does ... */
 	atomic_int let_go;       /* ... until this is set */
