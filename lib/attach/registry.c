@@ -53,7 +53,6 @@ static void after_fork_child(void)
 {
 	urcu_bp_after_fork_child();
 	wlk__fork_gen_bump();
-	wlk__spin_forget();
 	n_mapped = 0;
 	wlk__anchor_after_fork_child();
 	pthread_mutex_unlock(&reg_mutex);

@@ -6,12 +6,9 @@
  *
  * The policy:
  *
- *  - Spin only when the process may run on more than one CPU
- *    (wlk__spin_ok(): its affinity mask, at most the CPUs online): on one
- *    CPU whoever we wait for cannot run while we spin, so spinning only
- *    delays it. A process pinned to one CPU (taskset, a cpuset) that
- *    spun for its whole budget before each sleep took 50 us per handoff
- *    in a ping-pong with another pinned to the same CPU, 8.6 us without.
+ *  - Spin only with more than one CPU online (wlk__spin_ok()): on one CPU
+ *    whoever we wait for cannot run while we spin, so spinning only
+ *    delays it.
  *  - Look at the condition, then pause (caa_cpu_relax()), until it holds
  *    or a budget of time runs out. The budget is a time, not a count of
  *    pauses: a pause lasts from a few ns to tens of ns across x86
@@ -30,7 +27,6 @@
  * either side: the waker skips the futex wake of a waiter not marked
  * sleeping (mutex.c, wake_flush()).
  */
-#include <sched.h>
 #include <unistd.h>
 
 #include "sys.h"
@@ -38,27 +34,13 @@
 int wlk__ncpu; /* [A] 0 until known (wlk__spin_ok(), sys.h) */
 
 /* Spinning helps only if whoever we wait for can run meanwhile: count the
- * CPUs this process may run on (its affinity: taskset, a cpuset), at most
- * those online, once (wlk__spin_ok() reads the count after; a fork child
- * counts again, sys.h). */
+ * CPUs online, once (wlk__spin_ok() reads the count after). */
 bool wlk__spin_ok_count(void)
 {
 	int n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	cpu_set_t set;
-
-	if (!sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 0 &&
-	    CPU_COUNT(&set) < n)
-		n = CPU_COUNT(&set);
 
 	uatomic_set(&wlk__ncpu, n > 0 ? n : 1);
 	return n > 1;
-}
-
-/* In a fork child (attach/registry.c): it may be pinned elsewhere than
- * its parent, so it counts again. */
-void wlk__spin_forget(void)
-{
-	uatomic_set(&wlk__ncpu, 0);
 }
 
 /*

@@ -57,13 +57,11 @@ static inline int wlk__check_ident(const char *s, size_t max)
 	return 0;
 }
 
-/* Spinning before sleeping (WLK_SPIN_NS, tunables.h) pays off only if
- * the process may run on more than one CPU (its affinity, at most the
- * CPUs online). Inline: every uncontended acquire asks; once the count
- * is known that is one load (spin.c counts the CPUs, once per process). */
+/* Spinning before sleeping (WLK_SPIN_NS, tunables.h) pays off only with
+ * more than one CPU online. Inline: every uncontended acquire asks; once
+ * the count is known that is one load (spin.c counts the CPUs). */
 extern int wlk__ncpu WLK_INTERNAL; /* [A] 0 until known */
 bool wlk__spin_ok_count(void) WLK_INTERNAL;
-void wlk__spin_forget(void) WLK_INTERNAL;
 static inline bool wlk__spin_ok(void)
 {
 	int n = uatomic_read(&wlk__ncpu);

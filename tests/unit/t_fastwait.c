@@ -13,7 +13,6 @@
  * pay) and they test the mutex path instead.
  */
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,27 +305,14 @@ static uint32_t stolen_slots(struct seg_map *s)
 	return n;
 }
 
-/* The CPUs this process may run on (the library counts them the same
- * way: lib/sys/spin.c). */
-static int usable_cpus(void)
-{
-	cpu_set_t set;
-	int n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (!sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) < n)
-		n = CPU_COUNT(&set);
-	return n;
-}
-
-/* Whether thread @tid of process @pid sleeps in a futex system call. */
-static bool in_futex_of(pid_t pid, pid_t tid)
+/* Whether thread @tid sleeps in a futex system call. */
+static bool in_futex(pid_t tid)
 {
 	char path[64], buf[128];
 	bool yes = false;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid,
-		 (int)tid);
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
 	f = fopen(path, "r");
 	if (!f)
 		return false;
@@ -334,11 +320,6 @@ static bool in_futex_of(pid_t pid, pid_t tid)
 		yes = strtol(buf, NULL, 10) == SYS_futex;
 	fclose(f);
 	return yes;
-}
-
-static bool in_futex(pid_t tid)
-{
-	return in_futex_of(getpid(), tid);
 }
 
 struct racer {
@@ -412,7 +393,7 @@ static void stolen_before_settling(bool request)
 	struct seg_map map;
 	uint64_t *fast;
 
-	if (usable_cpus() < 2)
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		cr_skip_test("one CPU: nobody waits by the fast path");
 	lh = take(mh, "s", NULL); /* held by the fast word */
 	/* The waiter's manager keeps a slot for the fast path. */
@@ -457,72 +438,4 @@ Test(fastwait, handed_over_then_stolen_before_settling_request_is_estolen,
      T_FIX, .timeout = 20)
 {
 	stolen_before_settling(true);
-}
-
-/* In a child: pin itself to one CPU (its parent counted two), take "w"
- * once (a slot for the fast path), say 'r' on p[0], and on 'g' from p[1]
- * wait for "s". */
-static int pinned_waiter(void *arg)
-{
-	struct t_pipe *p = arg;
-	struct wlk_manager *m;
-	struct wlk_lock *l = NULL;
-	int cpu = sched_getcpu();
-	cpu_set_t one;
-
-	CPU_ZERO(&one);
-	CPU_SET(cpu < 0 ? 0 : cpu, &one);
-	T_CHILD_CHECK(!sched_setaffinity(0, sizeof(one), &one), 1);
-	T_CHILD_CHECK(!wlk_manager_open(t_origin, NULL, &m), 2);
-	T_CHILD_CHECK(!wlk_acquire(m, "w", 1, NULL, &l), 3);
-	T_CHILD_CHECK(!wlk_release(l), 4);
-	T_CHILD_CHECK(!t_put_byte(p[0].wr, 'r'), 5);
-	T_CHILD_CHECK(t_get_byte(p[1].rd) == 'g', 6);
-	T_CHILD_CHECK(!wlk_acquire(m, "s", 1, NULL, &l), 7);
-	T_CHILD_CHECK(!wlk_release(l), 8);
-	wlk_manager_close(m);
-	return 0;
-}
-
-/*
- * A process that may run on one CPU only never spins: a waiter would keep
- * the holder it waits for from running. Its request goes for the segment
- * mutex at once, without enlisting as the name's fast waiter. The test
- * holds the segment mutex while the request is made, so the waiter stops
- * there either way, and a fast waiter would have set WAIT first (as in
- * stolen_before_settling() above). The child is forked after the parent
- * counted its CPUs, so it must count again (a fork child does).
- */
-Test(fastwait, a_process_on_one_cpu_does_not_wait_by_the_fast_path, T_FIX,
-     .timeout = 20)
-{
-	struct wlk_manager *mh = t_open();
-	struct wlk_lock *lh = take(mh, "s", NULL);
-	struct t_pipe p[2];
-	struct seg_map map;
-	uint64_t *fast;
-	pid_t pid;
-	int i;
-
-	if (usable_cpus() < 2)
-		cr_skip_test("one CPU here already");
-	seg_map(&map);
-	fast = fast_word_of(&map, 's');
-	t_pipe_open(&p[0]);
-	t_pipe_open(&p[1]);
-	pid = t_fork(pinned_waiter, p);
-	cr_assert_eq(t_get_byte(p[0].rd), 'r', "the child");
-	cr_assert_eq(pthread_mutex_lock(&map.h->sync.mutex), 0);
-	cr_assert_eq(t_put_byte(p[1].wr, 'g'), 0);
-	for (i = 0; i < T_WAIT_MS && !in_futex_of(pid, pid); i++)
-		t_nap_ms(1);
-	cr_assert_lt(i, T_WAIT_MS, "the child did not get to the mutex");
-	cr_assert_eq(__atomic_load_n(fast, __ATOMIC_ACQUIRE) & WLK_FAST_WAIT,
-		     0, "the pinned process waited by the fast path");
-	cr_assert_eq(pthread_mutex_unlock(&map.h->sync.mutex), 0);
-	T_ASSERT_RC(wlk_release(lh), 0);
-	cr_assert_eq(t_wait(pid, 10000), 0, "the child");
-	t_pipe_close(&p[0]);
-	t_pipe_close(&p[1]);
-	munmap(map.base, map.size);
 }
