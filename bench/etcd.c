@@ -4,7 +4,7 @@
  * cluster (built with the etcd engine).
  *
  * usage: WEBLOCKS_BACKEND=etcd://HOST:PORT,... etcd [-n RUNS] [-k KILLS]
- *        [-o FILE]
+ *        [-t WEBLOCKS-RUN] [-o FILE]
  *
  * make bench (bench/run.sh) runs it as part 6, on a throw-away cluster it
  * starts when WEBLOCKS_BACKEND names none, and adds its figures, with -o,
@@ -17,7 +17,8 @@
  *     and 90th percentile.
  *  2. handoff between two processes: a holder releases, a waiter in
  *     another process blocked in wlk_acquire() returns; the time between,
- *     RUNS / 4 times.
+ *     RUNS / 4 times; against the same through etcd's lock service, RUNS
+ *     / 8 times, interleaved (etcd_anchors.c).
  *  3. failover: the holder's process SIGKILLed while another waits; the
  *     time until the waiter is granted, against the lease's TTL
  *     (WEBLOCKS_ETCD_TTL), KILLS times, the kills spread over the
@@ -31,6 +32,10 @@
  *     (etcd_failover.c). Its targets: worst <= TTL + one round trip
  *     (out of reach on etcd: weblocks.h, ETCD ENGINE), and worst <= TTL
  *     + etcd's 500 ms lessor scan + one round trip, etcd's floor.
+ *  4. with -t (the build's tools/weblocks-run): acquire+release from the
+ *     command line, one process each, weblocks-run against etcdctl lock
+ *     (Debian: etcd-client; the part is skipped, with a note, without
+ *     it), CLI_PAIRS of each, interleaved (etcd_anchors.c).
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -47,6 +52,8 @@
 
 #define DEFAULT_RUNS 200
 #define DEFAULT_KILLS 3
+/* Command-line pairs of each tool (part 4). */
+#define CLI_PAIRS 20
 /* Time a waiter is given to be queued before the holder lets go. */
 #define SETTLE_MS 200
 
@@ -286,6 +293,30 @@ uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it,
 	return sh->granted_ns - sh->released_ns;
 }
 
+/* Part 4: weblocks-run @tool against etcdctl lock (which talks to the
+ * cluster's first member, @base). */
+static void cli_part(const char *tool, const char *base)
+{
+	uint64_t ours[CLI_PAIRS], theirs[CLI_PAIRS];
+
+	if (cli_pairs(tool, origin, base + strlen("http://"), CLI_PAIRS, ours,
+		      theirs)) {
+		printf("command line: skipped (etcdctl lock, or %s, did not "
+		       "run)\n", tool);
+		record_line("note\tetcd\tpart 6, command line: skipped: "
+			    "etcdctl lock (Debian: etcd-client) or "
+			    "weblocks-run did not run\n");
+		return;
+	}
+	report("command line: weblocks-run ORIGIN NAME true", ours, CLI_PAIRS);
+	record("fig", "p6.cli", "etcd engine, command line: weblocks-run "
+	       "ORIGIN NAME true, a process per acquire+release", ours,
+	       CLI_PAIRS);
+	report("command line: etcdctl lock NAME true", theirs, CLI_PAIRS);
+	record("anc", "p6.cli", "etcdctl lock NAME true (etcd-client), a "
+	       "process per lock+unlock", theirs, CLI_PAIRS);
+}
+
 /* Rounds of the engine and etcd's lock service, interleaved. */
 #define ROUNDS 4
 
@@ -293,6 +324,7 @@ int main(int argc, char **argv)
 {
 	int runs = DEFAULT_RUNS, kills = DEFAULT_KILLS, opt, ttl_s, per;
 	const char *b = getenv("WEBLOCKS_BACKEND"), *ttl, *out = NULL;
+	const char *tool = NULL;
 	char base[300];
 	struct wlk_manager *m;
 	struct shared *sh;
@@ -300,8 +332,10 @@ int main(int argc, char **argv)
 	double pair, lock, hand;
 	int rc;
 
-	while ((opt = getopt(argc, argv, "n:k:o:")) != -1) {
-		if (opt == 'n')
+	while ((opt = getopt(argc, argv, "n:k:o:t:")) != -1) {
+		if (opt == 't')
+			tool = optarg;
+		else if (opt == 'n')
 			runs = atoi(optarg);
 		else if (opt == 'k')
 			kills = atoi(optarg);
@@ -314,7 +348,7 @@ int main(int argc, char **argv)
 	    kills < 0 || kills > runs) {
 		fprintf(stderr, "usage: WEBLOCKS_BACKEND=etcd://HOST:PORT,... "
 				"etcd [-n RUNS >= 16] [-k KILLS <= RUNS] "
-				"[-o FILE]\n");
+				"[-t WEBLOCKS-RUN] [-o FILE]\n");
 		return 2;
 	}
 	if (out) {
@@ -363,12 +397,21 @@ int main(int argc, char **argv)
 			"%.2fx\n", pair <= 1.2 * lock ? "met" : "MISSED",
 			pair / lock);
 
-	for (int i = 0; i < runs / 4; i++)
+	for (int i = 0; i < runs / 4; i++) {
 		ns[i] = handoff(m, sh, false, 0);
+		if (i % 2 == 0)
+			nat[i / 2] = native_handoff(base, sh);
+	}
 	report("handoff to a waiter in another process", ns, runs / 4);
 	record("fig", "p6.handoff", "etcd engine: handoff to a waiter in "
 	       "another process", ns, runs / 4);
 	hand = (double)ns[runs / 8] / 1e6;
+	report("the same through etcd's lock service", nat, (runs / 4 + 1) / 2);
+	record("anc", "p6.handoff", "etcd's own lock service: /v3/lock unlock "
+	       "-> a waiter's /v3/lock lock returns, other process", nat,
+	       (runs / 4 + 1) / 2);
+	if (tool)
+		cli_part(tool, base);
 	if (kills)
 		failover_part(m, sh, kills, ttl_s, base, pair / 2, ns, nat);
 	if (rec) {

@@ -44,6 +44,15 @@ int field(const char *json, const char *name, char *out, size_t cap);
 uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it,
 		 unsigned int extra_ms);
 
+/* etcd_anchors.c */
+/* One handoff through etcd's lock service (its header says how). */
+uint64_t native_handoff(const char *base, struct shared *sh);
+/* @n acquire+release from the command line, one process each: @weblocks_run
+ * @origin bench-cli true into @ours, etcdctl --endpoints=@member lock
+ * bench-cli true into @theirs, interleaved. 0, or -1 if one did not run. */
+int cli_pairs(const char *weblocks_run, const char *origin,
+	      const char *member, int n, uint64_t *ours, uint64_t *theirs);
+
 /* etcd_failover.c */
 /* The bench's watch of the engine's deletions, on a thread. */
 int deletion_watch_start(const char *base);

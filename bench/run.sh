@@ -176,7 +176,16 @@ $out/etcd-cluster.log)"
 	else
 		set -- -n 400 -k 9
 	fi
+	# Part 4 of bench/etcd: the command-line tools; libtool's real
+	# binary, not its wrapper script, whose shell would be timed too.
+	tool=$bindir/../tools/weblocks-run
+	[ ! -x "$bindir/../tools/.libs/weblocks-run" ] ||
+		tool=$bindir/../tools/.libs/weblocks-run
+	if [ -x "$tool" ]; then
+		set -- "$@" -t "$tool"
+	fi
 	rc=0
+	LD_LIBRARY_PATH=$bindir/../lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
 	WEBLOCKS_BACKEND=$backend WEBLOCKS_ETCD_TTL=${WEBLOCKS_ETCD_TTL:-2} \
 		"$bindir/etcd" "$@" -o "$tsv" > "$out/etcd.log" 2>&1 || rc=$?
 	[ -z "$cluster" ] || bash "$srcdir/tests/etcd/cluster.sh" stop "$cluster"
