@@ -319,7 +319,10 @@
  *    WEBLOCKS_ETCD_TIMEOUT_MS is -EHOSTUNREACH (each member is tried in
  *    turn, at most 2 s each); a reply that is not etcd's, -EPROTO; one over
  *    64 MiB, -EMSGSIZE. A request waiting for a grant reads its name again
- *    at least every second, whatever its watch says.
+ *    at least every second, whatever its watch says, by a linearizable
+ *    read; woken by its watch, it reads the member's own state (a
+ *    serializable read, no round among the members), unless that state
+ *    is older than the deletion that woke it.
  *  - weblocks/async.h works the same; the descriptor is readable when
  *    a deletion on a name the manager has a request or lock on may have
  *    granted or stolen something (each dispatch then reads the bucket

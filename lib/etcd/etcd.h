@@ -175,6 +175,8 @@ struct wlk__etcd_manager {
 	uint32_t spare[WLK_ETCD_SPARE_SERIALS]; /* under lmu: reusable */
 	unsigned int n_spare;
 	uint32_t events;     /* [A] futex: bumped by deletions in the bucket */
+	int64_t woke_rev;    /* [A] the revision of the last deletion that
+				woke its waiters (watch.c) */
 	pthread_mutex_t lmu; /* guards locks */
 	struct cds_list_head locks; /* struct wlk__etcd_lock, pending+held */
 	struct cds_list_head all;   /* in gone.c's list of open managers */
@@ -262,6 +264,9 @@ void wlk__etcd_kvs_free(struct wlk__etcd_kvs *k) WLK_INTERNAL;
 struct wlk__etcd_entry *wlk__etcd_kvs_find(struct wlk__etcd_kvs *k,
 					   const char *key,
 					   size_t len) WLK_INTERNAL;
+int wlk__etcd_range_since(struct wlk__etcd_manager *m, const char *key,
+			  size_t len, int64_t since,
+			  struct wlk__etcd_kvs *out) WLK_INTERNAL;
 int wlk__etcd_range(struct wlk__etcd_manager *m, const char *key,
 		    size_t len, struct wlk__etcd_kvs *out) WLK_INTERNAL;
 struct json_object *wlk__etcd_op_range(const char *key,
@@ -391,7 +396,7 @@ int wlk__etcd_add_puts(struct json_object *ops,
 int wlk__etcd_add_ranges(struct json_object *ops,
 			 const struct wlk__etcd_lock *l) WLK_INTERNAL;
 int wlk__etcd_read(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
-		   struct wlk__etcd_kvs *out) WLK_INTERNAL;
+		   int64_t since, struct wlk__etcd_kvs *out) WLK_INTERNAL;
 bool wlk__etcd_on_names(const struct wlk__etcd_lock *l,
 			const struct wlk__etcd_entry *e) WLK_INTERNAL;
 

@@ -139,16 +139,21 @@ int wlk__etcd_add_ranges(struct json_object *ops,
 
 /*
  * wlk__etcd_read() - the entries of every name of @l at one revision: one
- * range for a single name, a Txn of ranges for a scope. 0, or as
- * wlk__etcd_range().
+ * range for a single name, a Txn of ranges for a scope. @since: 0, or a
+ * revision that a state at or after it will do for (a single name's
+ * range may then be served by the member alone: wlk__etcd_range_since()).
+ * 0, or as wlk__etcd_range().
  */
 int wlk__etcd_read(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
-		   struct wlk__etcd_kvs *out)
+		   int64_t since, struct wlk__etcd_kvs *out)
 {
 	struct wlk__etcd_req r = { .m = m, .l = l };
 	struct json_object *ranges;
 	bool ok;
 
+	if (!l->mem && since > 0)
+		return wlk__etcd_range_since(m, l->key, l->key_len - KEY_TAIL,
+					     since, out);
 	if (!l->mem)
 		return wlk__etcd_range(m, l->key, l->key_len - KEY_TAIL, out);
 	ranges = json_object_new_array();

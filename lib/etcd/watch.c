@@ -89,9 +89,14 @@ static void deleted(struct wlk__etcd_watch *w, const char *key, size_t n,
 	struct wlk__etcd_manager *m;
 
 	cds_list_for_each_entry(m, &w->a->managers, peer)
-		/* Only a deletion on a name we wait for can grant us. */
-		if (on(m, w) && wlk__etcd_mark_gone(m, key, n, rev))
+		/* Only a deletion on a name we wait for can grant us. Its
+		 * revision goes first: a woken waiter reads no older state
+		 * (acquire.c, since()). */
+		if (on(m, w) && wlk__etcd_mark_gone(m, key, n, rev)) {
 			m->woken = true;
+			if (rev > uatomic_read(&m->woke_rev))
+				uatomic_set(&m->woke_rev, rev);
+		}
 }
 
 /* One wake-up per message, not per deletion: each one costs a waiter a
