@@ -403,6 +403,21 @@ int t_newcomer(void *arg)
 	return 0;
 }
 
+int t_stealer(void *arg)
+{
+	const char *name = arg;
+	struct wlk_options o = { .size = sizeof(o), .steal = true };
+	struct wlk_manager *m;
+	struct wlk_lock *l = NULL;
+
+	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 1);
+	T_CHILD_CHECK(wlk_acquire(m, name, WLK_NUL_TERMINATED, &o, &l) == 0,
+		      2);
+	T_CHILD_CHECK(wlk_release(l) == 0, 3);
+	wlk_manager_close(m);
+	return 0;
+}
+
 size_t t_entries_of(struct wlk_manager *m, pid_t pid)
 {
 	struct wlk_snapshot *s = NULL;

@@ -86,6 +86,10 @@ void t_track_file(const char *path);
  */
 int t_newcomer(void *arg);
 
+/* A child for t_fork(): open t_origin's bucket, steal the name @arg (a
+ * string) and let it go. */
+int t_stealer(void *arg);
+
 /* The /dev/shm path of the first weblocks segment this process maps. */
 bool t_mapped_segment(char *path, size_t size);
 

@@ -46,21 +46,6 @@ Test(resend, a_release_resent_after_it_applied_is_not_a_steal, T_FIX,
 	proxy_stop(&p);
 }
 
-/* In a child: steal "r" (from the test's manager) and let it go. */
-static int stealer(void *arg)
-{
-	struct wlk_options o = { .size = sizeof(o), .steal = true };
-	struct wlk_manager *m;
-	struct wlk_lock *l = NULL;
-
-	(void)arg;
-	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 1);
-	T_CHILD_CHECK(wlk_acquire(m, "r", 1, &o, &l) == 0, 2);
-	T_CHILD_CHECK(wlk_release(l) == 0, 3);
-	wlk_manager_close(m);
-	return 0;
-}
-
 Test(resend, a_release_resent_after_a_steal_is_a_steal, T_FIX,
      .timeout = 60)
 {
@@ -73,7 +58,8 @@ Test(resend, a_release_resent_after_a_steal_is_a_steal, T_FIX,
 	T_ASSERT_RC(wlk_acquire(m, "r", 1, NULL, &l), 0);
 	/* Unseen by the watch: only the release's own reading can tell. */
 	atomic_store(&p.mute_watch, 1);
-	cr_assert_eq(t_wait(t_fork(stealer, NULL), 30000), 0, "the stealer");
+	cr_assert_eq(t_wait(t_fork(t_stealer, (char[]){ "r" }), 30000), 0,
+		     "the stealer");
 	cr_assert_not(wlk_lock_stolen(l), "the muted watch told");
 	atomic_store(&p.drop_armed, 1);
 	T_ASSERT_RC(wlk_release(l), WLK_ESTOLEN);

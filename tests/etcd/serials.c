@@ -85,21 +85,6 @@ Test(serials, a_late_deletion_of_a_reused_key_is_no_steal, T_FIX,
 	}
 }
 
-/* In a child: steal "s" and let it go. */
-static int stealer(void *arg)
-{
-	struct wlk_options o = { .size = sizeof(o), .steal = true };
-	struct wlk_manager *m;
-	struct wlk_lock *l = NULL;
-
-	(void)arg;
-	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 1);
-	T_CHILD_CHECK(wlk_acquire(m, "s", 1, &o, &l) == 0, 2);
-	T_CHILD_CHECK(wlk_release(l) == 0, 3);
-	wlk_manager_close(m);
-	return 0;
-}
-
 Test(serials, a_steal_of_a_reused_key_is_a_steal, T_FIX, .timeout = 60)
 {
 	struct wlk_manager *m = t_open();
@@ -109,7 +94,8 @@ Test(serials, a_steal_of_a_reused_key_is_a_steal, T_FIX, .timeout = 60)
 	pair(m, "s");
 	pair(m, "s");
 	T_ASSERT_RC(wlk_acquire(m, "s", 1, NULL, &l), 0);
-	cr_assert_eq(t_wait(t_fork(stealer, NULL), 30000), 0, "the stealer");
+	cr_assert_eq(t_wait(t_fork(t_stealer, (char[]){ "s" }), 30000), 0,
+		     "the stealer");
 	while (!wlk_lock_stolen(l) && waited++ < T_WAIT_MS)
 		t_nap_ms(1);
 	cr_assert(wlk_lock_stolen(l), "the steal was not seen");
