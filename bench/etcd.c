@@ -168,42 +168,6 @@ int field(const char *json, const char *name, char *out, size_t cap)
 	return 0;
 }
 
-/* etcd's lock service: lock + unlock of "bench" on one lease. */
-static void native(const char *base, int runs, uint64_t *ns)
-{
-	CURL *h = curl_easy_init();
-	struct reply r;
-	char lease[32], key[256], body[512];
-
-	if (!h || post(h, base, "/v3/lease/grant", "{\"TTL\":\"30\"}", &r) ||
-	    field(r.buf, "ID", lease, sizeof(lease))) {
-		fprintf(stderr, "etcd bench: lease grant failed: %s\n", r.buf);
-		exit(1);
-	}
-	for (int i = 0; i < runs; i++) {
-		uint64_t t0 = now_ns();
-
-		/* name "bench-native" in base64 */
-		snprintf(body, sizeof(body),
-			 "{\"name\":\"YmVuY2gtbmF0aXZl\",\"lease\":\"%s\"}",
-			 lease);
-		if (post(h, base, "/v3/lock/lock", body, &r) ||
-		    field(r.buf, "key", key, sizeof(key))) {
-			fprintf(stderr, "etcd bench: lock failed: %s\n", r.buf);
-			exit(1);
-		}
-		snprintf(body, sizeof(body), "{\"key\":\"%s\"}", key);
-		if (post(h, base, "/v3/lock/unlock", body, &r)) {
-			fprintf(stderr, "etcd bench: unlock failed\n");
-			exit(1);
-		}
-		ns[i] = now_ns() - t0;
-	}
-	snprintf(body, sizeof(body), "{\"ID\":\"%s\"}", lease);
-	(void)post(h, base, "/v3/lease/revoke", body, &r);
-	curl_easy_cleanup(h);
-}
-
 static void engine(struct wlk_manager *m, int runs, uint64_t *ns)
 {
 	for (int i = 0; i < runs; i++) {

@@ -45,6 +45,8 @@ uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it,
 		 unsigned int extra_ms);
 
 /* etcd_anchors.c */
+/* @runs lock+unlock pairs through etcd's lock service into @ns. */
+void native(const char *base, int runs, uint64_t *ns);
 /* One handoff through etcd's lock service (its header says how). */
 uint64_t native_handoff(const char *base, struct shared *sh);
 /* @n acquire+release from the command line, one process each: @weblocks_run

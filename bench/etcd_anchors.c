@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * etcd_anchors.c - part 6's anchors beyond the pair (bench/etcd.c):
+ * etcd_anchors.c - part 6's anchors (bench/etcd.c), etcd's own lock
+ * service and its command-line tool:
  *
+ *  - acquire+release through the lock service: /v3/lock/lock and
+ *    /v3/lock/unlock on one lease granted once, one keep-alive connection;
  *  - a handoff through etcd's own lock service: a holder's
  *    /v3/lock/unlock, and the /v3/lock/lock of a waiter in another
  *    process, blocked in the member until then, returns; timed as the
@@ -26,7 +29,9 @@
 #define SETTLE_MS 200
 /* The lease of a lock service's holder or waiter, in seconds. */
 #define LEASE_TTL "30"
-/* "bench-handoff", base64 (the gateway's bytes). */
+/* The lock service's names, base64 (the gateway's bytes): "bench-native"
+ * for the pairs, "bench-handoff" for the handoffs. */
+#define PAIR_NAME "YmVuY2gtbmF0aXZl"
 #define HANDOFF_NAME "YmVuY2gtaGFuZG9mZg=="
 
 extern char **environ;
@@ -40,26 +45,26 @@ static int lease_grant(CURL *h, const char *base, char *lease, size_t cap)
 	       field(r.buf, "ID", lease, cap);
 }
 
-/* Lock HANDOFF_NAME on @lease: its key into @key. */
-static int lock(CURL *h, const char *base, const char *lease, char *key,
-		size_t cap)
+/* Lock @name (base64) on @lease: its key into @key. */
+static int lock(CURL *h, const char *base, const char *name,
+		const char *lease, char *key, size_t cap)
 {
 	char body[128];
 	struct reply r;
 
 	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"lease\":\"%s\"}",
-		 HANDOFF_NAME, lease);
+		 name, lease);
 	return post(h, base, "/v3/lock/lock", body, &r) ||
 	       field(r.buf, "key", key, cap);
 }
 
-static void unlock(CURL *h, const char *base, const char *key)
+static int unlock(CURL *h, const char *base, const char *key)
 {
 	char body[512];
 	struct reply r;
 
 	snprintf(body, sizeof(body), "{\"key\":\"%s\"}", key);
-	(void)post(h, base, "/v3/lock/unlock", body, &r);
+	return post(h, base, "/v3/lock/unlock", body, &r);
 }
 
 static void lease_revoke(CURL *h, const char *base, const char *lease)
@@ -69,6 +74,29 @@ static void lease_revoke(CURL *h, const char *base, const char *lease)
 
 	snprintf(body, sizeof(body), "{\"ID\":\"%s\"}", lease);
 	(void)post(h, base, "/v3/lease/revoke", body, &r);
+}
+
+void native(const char *base, int runs, uint64_t *ns)
+{
+	CURL *h = curl_easy_init();
+	char lease[32], key[256];
+
+	if (!h || lease_grant(h, base, lease, sizeof(lease))) {
+		fprintf(stderr, "etcd bench: lease grant failed\n");
+		exit(1);
+	}
+	for (int i = 0; i < runs; i++) {
+		uint64_t t0 = now_ns();
+
+		if (lock(h, base, PAIR_NAME, lease, key, sizeof(key)) ||
+		    unlock(h, base, key)) {
+			fprintf(stderr, "etcd bench: lock service pair failed\n");
+			exit(1);
+		}
+		ns[i] = now_ns() - t0;
+	}
+	lease_revoke(h, base, lease);
+	curl_easy_cleanup(h);
 }
 
 /* The waiter's process: its own lease and connection; says 'w', then
@@ -81,10 +109,10 @@ static void native_waiter(const char *base, struct shared *sh, int ready)
 	if (!h || lease_grant(h, base, lease, sizeof(lease)))
 		_exit(1);
 	(void)!write(ready, "w", 1);
-	if (lock(h, base, lease, key, sizeof(key)))
+	if (lock(h, base, HANDOFF_NAME, lease, key, sizeof(key)))
 		_exit(2);
 	sh->granted_ns = now_ns();
-	unlock(h, base, key);
+	(void)unlock(h, base, key);
 	lease_revoke(h, base, lease);
 	curl_easy_cleanup(h);
 	_exit(0);
@@ -98,7 +126,7 @@ uint64_t native_handoff(const char *base, struct shared *sh)
 	pid_t w;
 
 	if (!h || lease_grant(h, base, lease, sizeof(lease)) ||
-	    lock(h, base, lease, key, sizeof(key)) || pipe(p)) {
+	    lock(h, base, HANDOFF_NAME, lease, key, sizeof(key)) || pipe(p)) {
 		fprintf(stderr, "etcd bench: lock service handoff: setup\n");
 		exit(1);
 	}
@@ -109,7 +137,7 @@ uint64_t native_handoff(const char *base, struct shared *sh)
 		exit(1);
 	nap_ms(SETTLE_MS); /* its lock call waits in the member */
 	sh->released_ns = now_ns();
-	unlock(h, base, key);
+	(void)unlock(h, base, key);
 	waitpid(w, &st, 0);
 	lease_revoke(h, base, lease);
 	curl_easy_cleanup(h);

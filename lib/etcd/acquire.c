@@ -90,27 +90,22 @@ static int put_all(struct wlk__etcd_req *r, struct wlk__etcd_kvs *k)
 
 /*
  * What a waiter's next read of its names must show (wlk__etcd_read()'s
- * @since), @ev its count of @m's wake-ups until now (brought up to date).
- * Woken by a deletion: a state at or after that deletion and after the
- * request's own put, which the member its watch and calls use has
- * applied before it sent the event, so it may answer alone. Any state at
- * or after those shows a grant that a linearizable read would show then
- * or earlier, and what it shows held was held at its revision (held stays
- * held until deleted, and a deletion after it reaches the watch as a
- * steal does), so its revision is a token above every earlier grant of
- * the name. Not woken (the recheck of RECHECK_NS, which stands for a
- * wake-up lost with a broken stream): 0, a linearizable read, since a
- * member cut off from the others would answer from its old state.
+ * @since), once woken by a deletion: a state at or after that deletion
+ * and after the request's own put, which the member its watch and calls
+ * use has applied before it sent the event, so it may answer alone. Any
+ * state at or after those shows a grant that a linearizable read would
+ * show then or earlier, and what it shows held was held at its revision
+ * (held stays held until deleted, and a deletion after it reaches the
+ * watch as a steal does), so its revision is a token above every earlier
+ * grant of the name. 0 (a linearizable read) while either is unknown. A
+ * waiter not woken (the recheck of RECHECK_NS, which stands for a
+ * wake-up lost with a broken stream) reads linearizably: a member cut
+ * off from the others would answer from its old state.
  */
-static int64_t since(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
-		     uint32_t *ev)
+static int64_t since(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l)
 {
-	uint32_t now = uatomic_read(&m->events);
 	int64_t woke, put;
 
-	if (now == *ev)
-		return 0;
-	*ev = now;
 	cmm_smp_rmb(); /* the revision was stored before the count rose */
 	woke = uatomic_read(&m->woke_rev);
 	put = uatomic_read(&l->put_rev);
@@ -130,6 +125,8 @@ static int request(struct wlk__etcd_req *r, const struct wlk_options *o,
 
 	rc = m->detect ? wlk__etcd_put_checked(r, &k) : put_all(r, &k);
 	for (;;) {
+		uint32_t now;
+		bool woken;
 		int why;
 
 		if (!rc)
@@ -163,7 +160,10 @@ static int request(struct wlk__etcd_req *r, const struct wlk_options *o,
 			rc = why;
 			break;
 		}
-		rc = wlk__etcd_read(m, r->l, since(m, r->l, &ev), &k);
+		now = uatomic_read(&m->events);
+		woken = now != ev;
+		ev = now;
+		rc = wlk__etcd_read(m, r->l, woken ? since(m, r->l) : 0, &k);
 	}
 	/* The spec: a signal found aborted after the grant, before the
 	 * callback, releases the lock. */

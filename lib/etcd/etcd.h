@@ -14,9 +14,9 @@
  *    its process, so that lease and number name the manager (its client,
  *    deadlock.c), its last 8 a serial the manager reuses (acquire.c,
  *    SERIALS): a name's keys do not pile up as tombstones in etcd's
- *    index, which every range of the name would walk. Names and identifiers are hex-encoded, so
- *    no byte of them can reach outside its bucket's or name's prefix. The
- *    value is "<m> <pid> <clientId>".
+ *    index, which every range of the name would walk. Names and
+ *    identifiers are hex-encoded, so no byte of them can reach outside
+ *    its bucket's or name's prefix. The value is "<m> <pid> <clientId>".
  *  - The entries of a name, ordered by (c, create_revision), are one list:
  *    an entry is held iff it is exclusive and first, or shared and no
  *    exclusive entry precedes it; the rest are pending, in request order.

@@ -76,8 +76,8 @@ int wlk__etcd_txn(struct wlk__etcd_req *r, struct json_object *cmp,
 	json_object_object_add(t, "failure", fail);
 	rc = wlk__etcd_call(&r->m->conn, "/v3/kv/txn", t, &rep);
 	json_object_put(t);
-	if (r->l && wlk__etcd_unsure)
-		r->l->unsure = true;
+	if (r->l)
+		r->l->unsure |= wlk__etcd_unsure;
 	if (rc)
 		return rc;
 	rc = wlk__etcd_txn_reply(rep, r->m->prefix, r->m->prefix_len,

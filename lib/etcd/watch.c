@@ -81,8 +81,9 @@ void wlk__etcd_watch_resync(struct wlk__etcd_watch *w)
 	w->restarted = !read;
 }
 
-/* A deletion of @key in @w's bucket, at revision @rev: each manager of the bucket told
- * (gone.c); those it concerns are woken once the message is read. */
+/* A deletion of @key in @w's bucket, at revision @rev: each manager of
+ * the bucket told (gone.c); those it concerns are woken once the message
+ * is read. */
 static void deleted(struct wlk__etcd_watch *w, const char *key, size_t n,
 		    int64_t rev)
 {
