@@ -24,9 +24,11 @@ static int shm_open(struct wlk_manager *pub, const char *origin,
 	rc = wlk__bucket_get(origin, o, &m->b);
 	if (rc)
 		return rc;
-	/* The CPU count, read once per process (sysconf reads /sys): here,
-	 * not on its first use under the segment mutex (wlk__watch_init()). */
+	/* The CPU count, read once per process (sysconf reads /sys), and
+	 * the vDSO's clock: here, not on their first use under the segment
+	 * mutex (wlk__watch_init(), every timestamp). */
 	(void)wlk__spin_ok();
+	wlk__clock_init();
 	rc = wlk__lock(m->b, &wake);
 	if (!rc) {
 		size_t id_len = strlen(pub->client_id);

@@ -34,22 +34,6 @@
 
 static int waitv_missing; /* [A] futex_waitv returned ENOSYS once */
 
-uint64_t wlk__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * WLK_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t wlk__realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * WLK_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
 static void to_timespec(uint64_t ns, struct timespec *ts)
 {
 	ts->tv_sec = (time_t)(ns / WLK_NSEC_PER_SEC);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sys.h - the system primitives: clocks and futexes (futex.c, the only
- * place that makes futex system calls), robust mutexes (robust.c), the
+ * sys.h - the system primitives: clocks (clock.c), futexes (futex.c, the
+ * only place that makes futex system calls), robust mutexes (robust.c), the
  * name hash (hash.c), this process and its library threads (proc.c),
  * fencing-token clock marks (token.c), doorbells (doorbell.c), fail
  * points, and the spin before a sleep (spin.c). Above the segment
@@ -93,7 +93,15 @@ struct wlk__waitv {
 int wlk__futex_wait(struct wlk__waitv *w, unsigned int n,
 		    uint64_t deadline_ns) WLK_INTERNAL;
 void wlk__futex_wake(uint32_t *word, int n) WLK_INTERNAL;
+
+/* clock.c */
 uint64_t wlk__now_ns(void) WLK_INTERNAL;
+uint64_t wlk__realtime_ns(void) WLK_INTERNAL;
+void wlk__clock_init(void) WLK_INTERNAL;
+typedef int (*wlk__gettime_fn)(clockid_t clock, struct timespec *ts);
+/* [A] libc's clock_gettime(), or the vDSO's once wlk__clock_init() found
+ * it. */
+extern wlk__gettime_fn wlk__coarse_gettime WLK_INTERNAL;
 
 /*
  * The deadline of a request with @timeout_ns (0 = none). A timeout whose
@@ -113,17 +121,18 @@ static inline uint64_t wlk__deadline_ns(uint64_t timeout_ns)
 /*
  * Timestamps kept for diagnostics only (how long a lock has been held or a
  * request has waited): the coarse clock, a few ns instead of tens in a VM,
- * with the resolution of a scheduler tick. Same time base as
- * CLOCK_MONOTONIC. Inline: every uncontended acquire takes one.
+ * with the resolution of a scheduler tick, read by a direct call of the
+ * vDSO where clock.c found it. Same time base as CLOCK_MONOTONIC. Inline:
+ * every uncontended acquire takes one.
  */
 static inline uint64_t wlk__stamp_ns(void)
 {
+	wlk__gettime_fn gettime = uatomic_read(&wlk__coarse_gettime);
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * WLK_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
-uint64_t wlk__realtime_ns(void) WLK_INTERNAL;
 
 /* spin.c: the one spin-then-sleep policy, for every waiter that spins
  * before it sleeps on a futex (wlk__spin_ok() is declared above). */
