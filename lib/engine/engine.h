@@ -47,9 +47,10 @@ struct wlk__async_hooks {
  * lock handle. An engine may keep the manager for a lock itself instead
  * (struct wlk__engine's pins): the shared-memory engine's uncontended
  * acquire and release then make no reference count traffic, which is two
- * locked instructions of the eight such a pair made. It holds a lane BUSY
- * (shm/lane.c) for as long as such a lock exists; close turns what the
- * engine keeps into references (seal), and the lock's release drops one.
+ * locked instructions of the eight such a pair made. Such a lock is a
+ * claim of one of the manager's lanes (shm/lane.c) for as long as it
+ * exists; close turns what the engine keeps into references (seal), and
+ * the lock's release drops one.
  *
  * Close runs in three steps, so that nothing drops such a reference
  * before close has counted it: CLOSING (set by the one closer: every

@@ -113,6 +113,10 @@ enum wlk_slot_state {
  * holder a request slot it keeps in reserve (RESERVED, client set under the
  * mutex) and has claimed (CAS to FAST, then name/mode filled); SHARED is
  * the holder's mode. The holder releases by CASing the holder back to 0.
+ * A request on the mutex path claims such a slot too (FAST, on no name: an
+ * acquire in flight) before it takes the mutex, and uses it there; the
+ * claim is the one thing that decides which thread uses a reserved slot
+ * (shm/lane.c).
  *
  * TOKENS ON THE FAST PATH. The fast word and the name's token are one
  * aligned 16-byte word: the acquiring CAS and a handoff's CAS are 16-byte

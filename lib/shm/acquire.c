@@ -56,44 +56,47 @@ static void discard(struct wlk__bucket *b, uint32_t slot, uint32_t gen)
 /*
  * release_handle()'s rest, out of line: @l's lock after its fast word's
  * release did @f (WLK__FAST_SLOW: not released there, or not tried), unless
- * that was the common end (released, no query copying, manager open).
+ * that was the common end (released, no query copying, manager open). A
+ * lock in a lane's slot ends the lane's claim (wlk__lane_end()), which may
+ * drop the manager's last reference: nothing touches @m after it.
  */
 static __attribute__((noinline)) int release_rest(struct wlk__shm_lock *l,
 						  enum wlk__fast f)
 {
 	struct wlk__shm_manager *m = wlk__shm_lm(l);
-	struct wlk__lane *lane = &m->lanes[l->lane];
 	int rc;
 
+	/* The end of the lane's claim starts here, before its slot changes
+	 * (lane.c, PINS); the fast release marked it already. */
+	if (l->fast || l->laned)
+		uatomic_set(&m->lanes[l->lane].letgo, 1);
 	if (caa_unlikely(f == WLK__FAST_FROZEN))
 		(void)freeze_wait(m->b, NULL, 0);
 	if (f == WLK__FAST_OK || f == WLK__FAST_FROZEN) {
 		bool closed = uatomic_read(&m->pub.closed);
 
+		/* Closing: the slot goes with the client. */
 		if (closed)
 			discard(m->b, l->slot, l->gen);
-		wlk__lane_settle(m, lane, l->slot, l->gen, !closed);
+		wlk__lane_end(m, l->lane, l->slot, l->gen, !closed, true);
 		return 0;
 	}
 	rc = wlk__release_slot(m->b, l->slot, l->gen, l->fast || l->laned);
 	if (l->fast || l->laned) {
-		/* A slot not kept (closed, stolen, gone) fails the lane's
-		 * next claim, which empties the lane. */
+		/* A slot not kept (closed, stolen, gone) is not the lane's
+		 * any more. */
 		l->fast = l->laned = false;
-		wlk__lane_put_last(m, lane, l->slot, l->gen + 1, rc == 0);
+		wlk__lane_end(m, l->lane, l->slot, l->gen, rc == 0, true);
 	}
 	return rc;
 }
 
 /*
  * Release @l's lock: by the fast path if it took it that way and its name
- * is still not inflated, else under the mutex. A lock in a slot of one of
- * the manager's lanes gives the slot back to the lane (kept RESERVED, gen
- * + 1, by the mutex side); a fast-born lock whose manager was closed
- * meanwhile has its slot discarded (release_rest()). The lane's put may
- * drop the manager's last reference (lane.c, PINS): nothing touches @m
- * after it. Inline in its callers, and the common end here, without a
- * call: the uncontended release keeps one small frame.
+ * is still not inflated, else under the mutex. Its lane's slot is RESERVED
+ * again, for the lane's next claim. Inline in its callers, and the common
+ * end here, without a call: the uncontended release keeps one small
+ * frame.
  */
 static inline __attribute__((always_inline)) int
 release_handle(struct wlk__shm_lock *l)
@@ -104,14 +107,35 @@ release_handle(struct wlk__shm_lock *l)
 
 	if (!l->fast)
 		return release_rest(l, WLK__FAST_SLOW);
-	/* Marked before the fast word's CAS, which is the full barrier
-	 * wlk__lane_settle() needs after the mark. */
-	wlk__lane_letgo(lane);
+	/* Marked before the fast word's CAS, the full barrier the mark
+	 * needs before the look at closed (lane.c, PINS). */
+	uatomic_set(&lane->letgo, 1);
 	f = wlk__lane_release(l);
 	if (caa_unlikely(f != WLK__FAST_OK || uatomic_read(&m->pub.closed)))
 		return release_rest(l, f);
-	wlk__lane_settle(m, lane, l->slot, l->gen, true);
+	uatomic_set(&lane->letgo, 0);
 	return 0;
+}
+
+/*
+ * Under the mutex: the lane's slot @s, claimed by wlk__lane_offer() (FAST
+ * in @gen) and not taken by the request, goes back: RESERVED again while
+ * the client lives, else freed (a live owner discards its own). Return:
+ * whether it is RESERVED again, still the lane's.
+ */
+static bool give_back(struct wlk__shm_manager *m, uint32_t s, uint32_t gen)
+{
+	struct wlk__bucket *b = m->b;
+
+	if (wlk__req(b, s)->word != WLK_WORD(gen, WLK_SLOT_FAST))
+		return false;
+	if (!wlk__client_live(b, m->client, m->client_gen)) {
+		wlk__fast_discard(b, s, gen);
+		return false;
+	}
+	wlk__word_store(&wlk__req(b, s)->word,
+			WLK_WORD(gen, WLK_SLOT_RESERVED));
+	return true;
 }
 
 /* Queue the request and wait for its grant (wait.c). Return: 0 with
@@ -139,38 +163,37 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 	};
 	uint64_t deadline = wlk__deadline_ns(o->timeout_ns);
 	struct wlk__scope_item items[WLK_SCOPE_MAX];
-	/* A scope's members are never a lane's: they are never fast. */
-	struct wlk__lane *lane = l->pub.scope ? NULL : wlk__lane_take(m);
 	struct wlk__watch watch;
+	uint32_t own = WLK_NIL, own_gen = 0;
+	bool unused, kept = false;
 	int rc;
 
 	if (l->pub.scope)
 		wlk__shm_scope_items(m, l, items, &e);
-
-	/* A slot of our own, if a lane has one: no free-list traffic. */
-	e.own = lane ? lane->slot : WLK_NIL;
-	e.own_gen = lane ? lane->gen : 0;
+	/* A slot of our own, if a lane has one: no free-list traffic. A
+	 * scope's members are never a lane's: they are never fast. */
+	else if (!wlk__lane_offer(m, l, &own, &own_gen))
+		own = WLK_NIL;
+	e.own = own;
+	e.own_gen = own_gen;
 	/* A process stopped inside the critical section must not hold up
 	 * the timeout or the signal: they bound the wait for the mutex. */
 	rc = wlk__lock_until(b, &wake, deadline,
 			     o->signal ? &o->signal->reason : NULL);
 	if (rc) {
-		if (lane)
-			wlk__lane_put(m, lane, lane->slot, lane->gen, true);
+		if (own != WLK_NIL) {
+			wlk__word_store(&wlk__req(b, own)->word,
+					WLK_WORD(own_gen, WLK_SLOT_RESERVED));
+			wlk__lane_end(m, l->lane, own, own_gen, true, false);
+		}
 		return rc;
 	}
 	rc = wlk__request_reaping(b, &e, &wake, &l->slot, &l->gen);
-	if (lane) {
-		if (rc == 0 && l->slot == lane->slot) {
-			l->lane = (uint8_t)(lane - m->lanes);
-			l->laned = true; /* the lane stays BUSY with it */
-		} else {
-			wlk__lane_put(m, lane, lane->slot, lane->gen,
-				      wlk__req(b, lane->slot)->word ==
-					      WLK_WORD(lane->gen,
-						       WLK_SLOT_RESERVED));
-		}
-	}
+	unused = own != WLK_NIL && (rc != 0 || l->slot != own);
+	if (own != WLK_NIL && !unused)
+		l->laned = true; /* the request is the lane's claim now */
+	else if (unused)
+		kept = give_back(m, own, own_gen);
 	if (rc >= 0)
 		wlk__lane_fill(m);
 	if (rc == 0 && l->pub.scope)
@@ -178,6 +201,8 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 	if (rc == 0)
 		wlk__watch_init(b, l, &wake, &watch);
 	wlk__unlock(b, &wake);
+	if (unused)
+		wlk__lane_end(m, l->lane, own, own_gen, kept, false);
 	if (rc == WLK__UNAVAILABLE)
 		*step = WLK__STEP_MISS;
 	if (rc)
@@ -290,9 +315,10 @@ acquire_slow(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		rc = obtain(m, l, o, &step);
 	if (!rc && step == WLK__STEP_HELD)
 		rc = take_grant(m, l);
-	if ((rc || step != WLK__STEP_HELD) && l->laned) /* its slot went */
-		wlk__lane_put(m, &m->lanes[l->lane], l->slot, l->gen,
-			      false);
+	if ((rc || step != WLK__STEP_HELD) && l->laned) { /* its slot went */
+		l->laned = false;
+		wlk__lane_end(m, l->lane, l->slot, l->gen, false, false);
+	}
 	if (!rc)
 		*held = step == WLK__STEP_HELD;
 	return rc;

@@ -62,6 +62,7 @@ static void shm_close(struct wlk_manager *pub)
 	struct wlk__wake wake;
 
 	if (!wlk__lock(m->b, &wake)) {
+		wlk__lane_seal_claims(m);
 		wlk__drop_client(m->b, m->client, false, &wake);
 		wlk__unlock(m->b, &wake);
 	}
@@ -74,8 +75,8 @@ static void shm_seal(struct wlk_manager *pub)
 	wlk__lane_seal(wlk__shm_m(pub));
 }
 
-/* A fork child's release of an inherited lock: its lane goes back (the
- * slot is the parent's: the lane is left EMPTY). */
+/* A fork child's release of an inherited lock: its lane's claim ends
+ * (the slot is the parent's: the child's lane is left EMPTY). */
 static void shm_forget(struct wlk_lock *pub)
 {
 	struct wlk__shm_lock *l = wlk__shm_l(pub);
@@ -83,8 +84,7 @@ static void shm_forget(struct wlk_lock *pub)
 
 	if (l->fast || l->laned) {
 		l->fast = l->laned = false;
-		wlk__lane_put_last(m, &m->lanes[l->lane], l->slot, l->gen,
-				   false);
+		wlk__lane_end(m, l->lane, l->slot, l->gen, false, false);
 	}
 }
 

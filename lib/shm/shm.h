@@ -16,25 +16,51 @@
 #include "inspect_internal.h"
 
 /*
- * A request slot a manager keeps in reserve for the fast path (lane.c):
- * EMPTY (no slot), READY (slot RESERVED, free to take), BUSY (taken by one
- * thread), LETGO (being put back by it), DEAD (its manager closed).
- * @state changes only through lane.c's functions, and a BUSY or LETGO
- * lane only by the thread that made it BUSY. A BUSY lane keeps its manager
- * (engine.h, PINS; lane.c says how).
+ * A request slot a manager keeps in reserve for the fast path (lane.c).
+ * @word: the lane's kind and slot (WLK__LANE()): EMPTY (no slot), FILL
+ * (being given one, under the segment mutex), READY (its slot is
+ * this client's, RESERVED or claimed), SEALING, OWED and CLOSING (its
+ * manager is being closed), DEAD. Who takes the slot is settled on the slot's own
+ * word in the segment (a claim: RESERVED to FAST by CAS), not here: a
+ * thread that claimed it holds the lane until it gives the slot back.
+ * @letgo: set while a lock held through the lane ends (PINS in lane.c).
+ * @owed_gen: the claim an OWED lane waits for (PINS).
  */
 enum {
 	WLK_LANE_EMPTY = 0,
-	WLK_LANE_READY = 1,
-	WLK_LANE_BUSY = 2,
-	WLK_LANE_LETGO = 3,
-	WLK_LANE_DEAD = 4,
+	WLK_LANE_FILL = 1,
+	WLK_LANE_READY = 2,
+	WLK_LANE_SEALING = 3,
+	WLK_LANE_OWED = 4,
+	WLK_LANE_CLOSING = 5,
+	WLK_LANE_DEAD = 6,
 };
+#define WLK__LANE_KIND_BITS 3u
+#define WLK__LANE(slot, kind) ((uint32_t)(slot) << WLK__LANE_KIND_BITS | (kind))
+#define WLK__LANE_KIND(w) ((w) & ((1u << WLK__LANE_KIND_BITS) - 1u))
+#define WLK__LANE_SLOT(w) ((w) >> WLK__LANE_KIND_BITS)
+_Static_assert(WLK_LIMIT_MAX_REQUESTS <= UINT32_MAX >> WLK__LANE_KIND_BITS,
+	       "a lane word holds every request slot index");
 struct wlk__lane {
-	uint32_t state; /* [A] */
-	uint32_t slot;
-	uint32_t gen;
+	union {
+		/* Read at once by a claim's check (wlk__lane_guard()). */
+		uint64_t guard;
+		struct {
+			uint32_t word;  /* [A] */
+			uint32_t letgo; /* [A] */
+		};
+	};
+	uint32_t owed_gen; /* set before the word turns OWED */
 };
+
+/* What a claim of slot @s finds in its lane's guard word when it may keep
+ * it: READY with @s, and no lock's end under way (lane.c, PINS). */
+static inline uint64_t wlk__lane_guard(uint32_t s)
+{
+	struct wlk__lane ok = {.word = WLK__LANE(s, WLK_LANE_READY)};
+
+	return ok.guard;
+}
 
 /* The engine's manager: a client slot in the bucket's segment. */
 struct wlk__shm_manager {
@@ -129,115 +155,52 @@ static inline void wlk__shm_lock_init(struct wlk__shm_lock *l)
 /* lane.c: the one owner of lane state, and the fast path through it. */
 void wlk__lane_fill(struct wlk__shm_manager *m) WLK_INTERNAL;
 void wlk__lane_seal(struct wlk__shm_manager *m) WLK_INTERNAL;
-void wlk__lane_unclaim(struct wlk__shm_lock *l) WLK_INTERNAL;
+void wlk__lane_seal_claims(struct wlk__shm_manager *m) WLK_INTERNAL;
+bool wlk__lane_offer(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
+		     uint32_t *slot, uint32_t *gen) WLK_INTERNAL;
+void wlk__lane_end(struct wlk__shm_manager *m, unsigned int at,
+		   uint32_t slot, uint32_t gen, bool kept, bool marked)
+	WLK_INTERNAL;
 enum wlk__fast wlk__lane_await(struct wlk__shm_lock *l) WLK_INTERNAL;
 bool wlk__lane_lookup(struct wlk__bucket *b, struct wlk__shm_lock *l)
 	WLK_INTERNAL;
 enum wlk__fast wlk__lane_missed(struct wlk__shm_manager *m,
-				struct wlk__shm_lock *l, struct wlk__lane *lane,
-				enum wlk__fast rc, bool memo_hit) WLK_INTERNAL;
+				struct wlk__shm_lock *l, unsigned int at,
+				uint32_t gen0, enum wlk__fast rc,
+				bool memo_hit) WLK_INTERNAL;
 
 /*
- * wlk__lane_grab_at() - make a lane of @m in @state BUSY, or NULL; *@at
- * its index. Plain reads first: a CAS on a lane that cannot match would
- * cost for nothing. Inline, with wlk__lane_take() and wlk__lane_put(), for
- * the uncontended path; lane.c's, like the rest of lane state.
+ * wlk__lane_pick() - a READY lane of @m whose slot is RESERVED for this
+ * client: its index, the slot in *@slot and its gen in *@gen; or WLK_LANES
+ * if none is. Plain reads: the claim's CAS (RESERVED in that gen) decides,
+ * and its caller checks the lane again after it (lane.c, PINS). The slot
+ * index is the lane's, bounded when the lane was filled. Inline: the
+ * uncontended acquire's; lane.c's, like the rest of lane state.
  */
-static inline struct wlk__lane *
-wlk__lane_grab_at(struct wlk__shm_manager *m, uint32_t state,
-		  unsigned int *at)
+static inline unsigned int wlk__lane_pick(struct wlk__shm_manager *m,
+					  uint32_t *slot, uint32_t *gen)
 {
-	for (unsigned int i = 0; i < WLK_LANES; i++)
-		if (uatomic_read(&m->lanes[i].state) == state &&
-		    uatomic_cmpxchg(&m->lanes[i].state, state,
-				    WLK_LANE_BUSY) == state) {
-			*at = i;
-			return &m->lanes[i];
-		}
-	return NULL;
-}
+	for (unsigned int i = 0; i < WLK_LANES; i++) {
+		uint32_t lw = uatomic_read(&m->lanes[i].word), w;
+		const struct wlk_seg_request *r;
 
-/* wlk__lane_grab() - wlk__lane_grab_at(), the index not wanted. */
-static inline struct wlk__lane *wlk__lane_grab(struct wlk__shm_manager *m,
-					       uint32_t state)
-{
-	unsigned int at;
-
-	return wlk__lane_grab_at(m, state, &at);
-}
-
-/* wlk__lane_take() - take a READY lane of @m (BUSY then), or NULL. */
-static inline struct wlk__lane *wlk__lane_take(struct wlk__shm_manager *m)
-{
-	return wlk__lane_grab(m, WLK_LANE_READY);
-}
-
-/*
- * The BUSY @lane of @m, marked LETGO and followed by a full barrier since,
- * is done with: READY with slot @slot in gen @gen, if @ready (the slot is
- * RESERVED for this client in that gen), else EMPTY (the slot went:
- * closed, stolen, reclaimed). Return: whether @m is CLOSED and the lane
- * died here: its putter drops the reference close counted for it (lane.c,
- * PINS).
- */
-static inline bool wlk__lane_store(struct wlk__shm_manager *m,
-				   struct wlk__lane *lane, uint32_t slot,
-				   uint32_t gen, bool ready)
-{
-	uint32_t to = ready ? WLK_LANE_READY : WLK_LANE_EMPTY;
-
-	lane->slot = slot;
-	lane->gen = gen;
-	cmm_smp_wmb(); /* slot and gen before the state that offers them */
-	uatomic_set(&lane->state, to);
-	return caa_unlikely(uatomic_read(&m->pub.closed) == WLK__CLOSED) &&
-	       uatomic_cmpxchg(&lane->state, to, WLK_LANE_DEAD) == to;
-}
-
-/* wlk__lane_letgo() - mark @m's BUSY @lane LETGO: a full barrier must
- * follow before the store (lane.c, PINS). */
-static inline void wlk__lane_letgo(struct wlk__lane *lane)
-{
-	uatomic_set(&lane->state, WLK_LANE_LETGO);
-}
-
-/*
- * wlk__lane_settle() - the end of a lock @m keeps for it (PINS): its lane
- * marked and a full barrier made, the lane's store. The reference close
- * counted for the lane may be @m's last: the caller touches @m no more.
- */
-static inline void wlk__lane_settle(struct wlk__shm_manager *m,
-				    struct wlk__lane *lane, uint32_t slot,
-				    uint32_t gen, bool ready)
-{
-	if (wlk__lane_store(m, lane, slot, gen, ready))
-		wlk__manager_unref(&m->pub);
-}
-
-/* wlk__lane_put_last() - wlk__lane_settle(), with the mark and the
- * barrier. */
-static inline void wlk__lane_put_last(struct wlk__shm_manager *m,
-				      struct wlk__lane *lane, uint32_t slot,
-				      uint32_t gen, bool ready)
-{
-	wlk__lane_letgo(lane);
-	cmm_smp_mb();
-	wlk__lane_settle(m, lane, slot, gen, ready);
-}
-
-/*
- * wlk__lane_put() - give @m's BUSY @lane back (wlk__lane_store()), by a
- * caller that holds a reference of its own to @m: the lane's is never the
- * last, and @m stays.
- */
-static inline void wlk__lane_put(struct wlk__shm_manager *m,
-				 struct wlk__lane *lane, uint32_t slot,
-				 uint32_t gen, bool ready)
-{
-	wlk__lane_letgo(lane);
-	cmm_smp_mb();
-	if (wlk__lane_store(m, lane, slot, gen, ready))
-		uatomic_dec(&m->pub.refs);
+		if (WLK__LANE_KIND(lw) != WLK_LANE_READY ||
+		    uatomic_read(&m->lanes[i].letgo))
+			continue;
+		r = wlk__req(m->b, WLK__LANE_SLOT(lw));
+		w = uatomic_read(&r->word);
+		if (WLK_WORD_STATE(w) != WLK_SLOT_RESERVED)
+			continue;
+		/* The word before the client it was reserved for: a slot
+		 * taken back and reserved for another client is not ours. */
+		cmm_smp_rmb();
+		if (r->client != m->client || r->client_gen != m->client_gen)
+			continue;
+		*slot = WLK__LANE_SLOT(lw);
+		*gen = WLK_WORD_GEN(w);
+		return i;
+	}
+	return WLK_LANES;
 }
 
 /*
@@ -278,35 +241,37 @@ static inline bool wlk__memo_find(struct wlk__bucket *b,
 /*
  * wlk__lane_acquire() - take @l's name in @l->mode by the fast path, or,
  * if @may_wait, wait for it as its fast waiter: find the name (the memo,
- * or wlk__lane_lookup()), take a lane's slot, and let the fast word
- * (state.h) do the rest. Inline: the uncontended acquire; lane.c's.
+ * or wlk__lane_lookup()), pick a lane, and let the fast word (state.h) do
+ * the rest: it claims the lane's slot, which makes the lane this thread's
+ * (lane.c, PINS). Inline: the uncontended acquire; lane.c's.
  * Return: WLK__FAST_OK or _FROZEN: held, @l filled (slot, gen, token,
- * fast fields); _WAITING: enlisted (wlk__lane_await() next); _SLOW: no
- * reserved slot, unknown name, inflated, contended, a race: take the mutex.
+ * fast fields, lane); _WAITING: enlisted (wlk__lane_await() next); _SLOW:
+ * no lane ready, unknown name, inflated, contended, a race: take the
+ * mutex.
  */
 static inline enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
 					       struct wlk__shm_lock *l,
 					       bool may_wait)
 {
 	struct wlk__bucket *b = m->b;
-	struct wlk__lane *lane;
 	enum wlk__fast rc;
 	unsigned int at;
+	uint32_t gen0;
 	bool memo_hit = wlk__memo_find(b, l);
 
 	if (!memo_hit && !wlk__lane_lookup(b, l))
 		return WLK__FAST_SLOW;
 	if (!wlk__name_at(b, l->fast_name))
 		return WLK__FAST_SLOW;
-	lane = wlk__lane_grab_at(m, WLK_LANE_READY, &at);
-	if (!lane)
+	at = wlk__lane_pick(m, &l->slot, &l->gen);
+	if (at == WLK_LANES)
 		return WLK__FAST_SLOW;
-	l->slot = lane->slot;
-	l->gen = lane->gen;
+	gen0 = l->gen;
 	rc = wlk__fast_acquire(b, &l->claim, may_wait, &l->pub.token,
-			       &l->held_word);
+			       &l->held_word, &m->lanes[at].guard,
+			       wlk__lane_guard(l->slot));
 	if (caa_unlikely(rc == WLK__FAST_SLOW || rc == WLK__FAST_LOST))
-		return wlk__lane_missed(m, l, lane, rc, memo_hit);
+		return wlk__lane_missed(m, l, at, gen0, rc, memo_hit);
 	l->lane = (uint8_t)at;
 	l->fast = rc != WLK__FAST_WAITING;
 	return rc;
@@ -314,8 +279,9 @@ static inline enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
 
 /*
  * wlk__lane_release() - release a lock held through the fast word; its
- * slot is RESERVED again, and its lane still BUSY: the caller puts it
- * back (wlk__lane_put()). Inline: the uncontended release.
+ * slot is RESERVED again, still its lane's. The caller marked the lane
+ * (@letgo) first, and ends it after (lane.c, PINS). Inline: the
+ * uncontended release.
  * Return: WLK__FAST_OK or _FROZEN: released; _SLOW: the name was inflated
  * meanwhile: release it under the mutex.
  */

@@ -338,8 +338,8 @@ void wlk__watch_init(struct wlk__bucket *b, struct wlk__shm_lock *l,
  * stolen already: a steal waiting for the mutex when the fast word handed
  * it the name inflates the name first. That is a grant too, as on the
  * mutex path (wlk__wait_for()): the release reports WLK_ESTOLEN and frees
- * the slot. The lane stays BUSY with the slot, as for an ordinary request
- * in the lane's slot (acquire.c).
+ * the slot. The request stays its lane's claim, as an ordinary request
+ * in the lane's slot does (acquire.c).
  * Return: 0 with *@step WLK__STEP_HELD (held or stolen) or _MUTEX (ask
  * again; the lane's slot is back in it), or why not (nothing is left
  * queued or held).
@@ -362,9 +362,11 @@ int wlk__settle(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		rc = wlk__name_inflate(b, l->fast_name);
 	w = wlk__req(b, l->slot)->word;
 	if (!rc && w == WLK_WORD(l->gen, WLK_SLOT_FAST)) {
-		wlk__lane_unclaim(l);
+		/* Never adopted: the claim ends, the slot the lane's again. */
+		wlk__fast_unclaim_slot(b, &l->claim);
 		wlk__unlock(b, &wake);
 		l->laned = false;
+		wlk__lane_end(m, l->lane, l->slot, l->gen, true, false);
 		*step = WLK__STEP_MUTEX;
 		return 0;
 	}

@@ -63,12 +63,14 @@ static void request_fill(struct wlk__bucket *b, uint32_t ri, uint32_t ni,
 					   WLK_SLOT_PENDING));
 }
 
-/* Whether the caller offered a reserved slot that is still its own. */
+/* Whether the caller offered a slot of its reserve that it claimed (FAST,
+ * on no name yet: shm/lane.c, wlk__lane_offer()) and that is still its
+ * own. */
 static bool own_slot(struct wlk__bucket *b, const struct wlk__enqueue *e)
 {
 	const struct wlk_seg_request *r = wlk__req_at(b, e->own);
 
-	return r && r->word == WLK_WORD(e->own_gen, WLK_SLOT_RESERVED) &&
+	return r && r->word == WLK_WORD(e->own_gen, WLK_SLOT_FAST) &&
 	       r->client == e->client && r->client_gen == e->client_gen;
 }
 

@@ -30,8 +30,9 @@ struct wlk__enqueue {
 	bool if_available;
 	bool steal;
 	uint64_t hash; /* wlk__name_hash() of the name, by the caller */
-	uint32_t own, own_gen; /* a slot the client keeps in reserve, to use
-				* first; WLK_NIL: none */
+	uint32_t own, own_gen; /* a slot of the client's reserve it claimed
+				* (FAST in own_gen), to use first; WLK_NIL:
+				* none */
 	bool probed; /* the holders of an if_available miss were reaped */
 	bool detect; /* refuse it if it would close a cycle (deadlock.c) */
 	/* A scope (layout.h, SCOPES): @n_items names in byte order, unique,

@@ -101,18 +101,20 @@ enum wlk__fast wlk__fast_take(struct wlk__bucket *b,
 /*
  * wlk__fast_acquire_held() - wlk__fast_acquire() of a name whose fast word
  * @f is not "on, free": worth a claim only if, with @may_wait, a request
- * in c->mode may wait there. Return: as wlk__fast_acquire().
+ * in c->mode may wait there. @guard, @expect: as wlk__fast_claim_slot().
+ * Return: as wlk__fast_acquire().
  */
 enum wlk__fast wlk__fast_acquire_held(struct wlk__bucket *b,
 				      struct wlk__fast_claim *c,
 				      bool may_wait, uint64_t f,
-				      uint64_t *token)
+				      uint64_t *token, const uint64_t *guard,
+				      uint64_t expect)
 {
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
 
 	if (!may_wait || !waitable(f, wlk__fast_on_free(c->ngen), c->mode))
 		return WLK__FAST_SLOW;
-	if (!wlk__fast_claim_slot(b, c))
+	if (!wlk__fast_claim_slot(b, c, guard, expect))
 		return WLK__FAST_LOST;
 	return wlk__fast_take(b, c,
 			      (struct wlk__pair){f, uatomic_read(&n->token)},

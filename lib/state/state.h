@@ -160,7 +160,8 @@ enum wlk__fast {
 	WLK__FAST_FROZEN, /* done while a query copies: wait for the copy */
 	WLK__FAST_WAITING, /* the name's fast waiter now: wlk__fast_await() */
 	WLK__FAST_SLOW,   /* not possible now: take the mutex */
-	WLK__FAST_LOST,   /* as SLOW, and the lane's slot went */
+	WLK__FAST_LOST,   /* as SLOW, and the slot was not claimed: taken,
+			   * gone, or given back (wlk__fast_claim_slot()) */
 	WLK__FAST_ADOPTED, /* handed over, then inflated: held, its token is
 			    * the inflation's to give (under the mutex) */
 };
@@ -175,7 +176,8 @@ struct wlk__fast_claim {
 enum wlk__fast wlk__fast_acquire_held(struct wlk__bucket *b,
 				      struct wlk__fast_claim *c,
 				      bool may_wait, uint64_t f,
-				      uint64_t *token) WLK_INTERNAL;
+				      uint64_t *token, const uint64_t *guard,
+				      uint64_t expect) WLK_INTERNAL;
 enum wlk__fast wlk__fast_take(struct wlk__bucket *b,
 			      const struct wlk__fast_claim *c,
 			      struct wlk__pair seen, int tries, bool may_wait,
@@ -233,32 +235,6 @@ static inline enum wlk__fast wlk__fast_done(struct wlk__bucket *b)
 	return WLK__FAST_OK;
 }
 
-/*
- * Claim @c's request slot, RESERVED in gen c->gen: FAST in gen + 1 (a new
- * gen per claim tells one fast waiter claim from the next), name and mode
- * filled, c->gen moved on. Return: the slot, or NULL if the mutex side
- * reclaimed it (wlk__stash_reclaim()).
- */
-static inline struct wlk_seg_request *
-wlk__fast_claim_slot(struct wlk__bucket *b, struct wlk__fast_claim *c)
-{
-	struct wlk_seg_request *r = wlk__req(b, c->slot);
-	uint32_t gen = c->gen;
-
-	if (uatomic_cmpxchg(&r->word, WLK_WORD(gen, WLK_SLOT_RESERVED),
-			    WLK_WORD(gen + 1, WLK_SLOT_FAST)) !=
-	    WLK_WORD(gen, WLK_SLOT_RESERVED))
-		return NULL;
-	r->mode = (uint8_t)c->mode;
-	r->flags = 0;
-	r->name = c->ni;
-	r->name_gen = c->ngen;
-	r->token = 0;
-	r->enq_ns = r->grant_ns = wlk__stamp_ns();
-	c->gen = gen + 1;
-	return r;
-}
-
 /* wlk__fast_unclaim_slot() - @c's slot is RESERVED again, in gen c->gen. */
 static inline void wlk__fast_unclaim_slot(struct wlk__bucket *b,
 					  const struct wlk__fast_claim *c)
@@ -268,22 +244,62 @@ static inline void wlk__fast_unclaim_slot(struct wlk__bucket *b,
 }
 
 /*
+ * Claim @c's request slot, RESERVED in gen c->gen: FAST in gen + 1 (a new
+ * gen per claim tells one fast waiter claim from the next), name and mode
+ * filled, c->gen moved on. @guard, if not NULL, is a word of the caller's
+ * that must still read @expect once the slot is claimed (the claim's CAS
+ * is the full barrier that orders the look after it): if it does not, the
+ * slot is given back, RESERVED in the new gen. Return: the slot; or NULL:
+ * not claimed (the slot is no longer RESERVED in that gen: another claim
+ * took it, or the mutex side reclaimed it, wlk__stash_reclaim()), or given
+ * back (c->gen moved on then).
+ */
+static inline struct wlk_seg_request *
+wlk__fast_claim_slot(struct wlk__bucket *b, struct wlk__fast_claim *c,
+		     const uint64_t *guard, uint64_t expect)
+{
+	struct wlk_seg_request *r = wlk__req(b, c->slot);
+	uint32_t gen = c->gen;
+
+	if (uatomic_cmpxchg(&r->word, WLK_WORD(gen, WLK_SLOT_RESERVED),
+			    WLK_WORD(gen + 1, WLK_SLOT_FAST)) !=
+	    WLK_WORD(gen, WLK_SLOT_RESERVED))
+		return NULL;
+	c->gen = gen + 1;
+	if (guard && caa_unlikely(uatomic_read(guard) != expect)) {
+		wlk__fast_unclaim_slot(b, c);
+		return NULL;
+	}
+	r->mode = (uint8_t)c->mode;
+	r->flags = 0;
+	r->name = c->ni;
+	r->name_gen = c->ngen;
+	r->token = 0;
+	r->enq_ns = r->grant_ns = wlk__stamp_ns();
+	return r;
+}
+
+/*
  * wlk__fast_acquire() - take @c's name by its fast word, with @c's request
  * slot, RESERVED for this client in gen c->gen; or, if @may_wait, enlist
- * as the name's fast waiter. A free name is taken here: the slot claimed,
- * then the word and the name's next token in one CAS (layout.h, TOKENS ON
- * THE FAST PATH), which publishes the slot's fields to whoever inflates.
+ * as the name's fast waiter. A free name is taken here: the slot claimed
+ * (wlk__fast_claim_slot(), with @guard and @expect), then the word and
+ * the name's next token in one CAS (layout.h, TOKENS ON THE FAST PATH),
+ * which publishes the slot's fields to whoever inflates.
  * Return: WLK__FAST_OK or _FROZEN: held, *@token set, the slot FAST in
  * c->gen, and *@held the fast word that names it as the holder (0 if not
  * known here: wlk__fast_let_go() then works it out); _WAITING: enlisted
  * (wlk__fast_await() next); _SLOW: neither, the slot RESERVED in c->gen
- * (unclaimed, or claimed and given back); _LOST: the mutex side reclaimed
- * the slot.
+ * (unclaimed, or claimed and given back: c->gen moved on); _LOST: not
+ * claimed (the slot was not RESERVED in c->gen), or claimed and given
+ * back for @guard (c->gen moved on).
  */
 static inline enum wlk__fast wlk__fast_acquire(struct wlk__bucket *b,
 					       struct wlk__fast_claim *c,
 					       bool may_wait, uint64_t *token,
-					       uint64_t *held)
+					       uint64_t *held,
+					       const uint64_t *guard,
+					       uint64_t expect)
 {
 	struct wlk_seg_name *n = wlk__name(b, c->ni);
 	uint64_t on = wlk__fast_on_free(c->ngen);
@@ -294,8 +310,9 @@ static inline enum wlk__fast wlk__fast_acquire(struct wlk__bucket *b,
 	*held = 0;
 	seen.lo = wlk__fast_load(&n->fast);
 	if (caa_unlikely(seen.lo != on))
-		return wlk__fast_acquire_held(b, c, may_wait, seen.lo, token);
-	r = wlk__fast_claim_slot(b, c);
+		return wlk__fast_acquire_held(b, c, may_wait, seen.lo, token,
+					      guard, expect);
+	r = wlk__fast_claim_slot(b, c, guard, expect);
 	if (!r)
 		return WLK__FAST_LOST;
 	/* The token is read apart from the word: the CAS checks both. */

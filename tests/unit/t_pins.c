@@ -60,6 +60,28 @@ Test(pins, fast_lock_keeps_its_closed_manager_and_bucket, T_FIX,
 	T_ASSERT_RC(wlk_bucket_remove(t_origin, NULL), 0);
 }
 
+/* A fast lock the mutex side took over (stolen: its slot STOLEN, no
+ * longer FAST) still keeps its closed manager (lane.c: the close looks at
+ * the lanes' slots before the client's slots go). */
+Test(pins, stolen_fast_lock_keeps_its_closed_manager, T_FIX, .timeout = 10)
+{
+	struct wlk_manager *m = t_open(), *n = t_open();
+	struct wlk_options steal = {.steal = true};
+	struct wlk_lock *a = take_fast(m, "a"), *s = NULL;
+
+	T_ASSERT_RC(wlk_acquire(n, "a", 1, &steal, &s), 0);
+	cr_assert(wlk_lock_stolen(a));
+	T_ASSERT_RC(wlk_release(s), 0);
+	t_forget(n);
+	wlk_manager_close(n);
+	t_forget(m);
+	wlk_manager_close(m);
+	T_ASSERT_RC(wlk_bucket_remove(t_origin, NULL), -EBUSY);
+	/* The close freed its slot: as for any lock of a closed manager. */
+	T_ASSERT_RC(wlk_release(a), WLK_ESTATE);
+	T_ASSERT_RC(wlk_bucket_remove(t_origin, NULL), 0);
+}
+
 Test(pins, closed_manager_without_locks_lets_go_at_once, T_FIX,
      .timeout = 10)
 {
