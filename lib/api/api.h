@@ -90,7 +90,7 @@ static inline struct wlk_lock *wlk__lock_new(struct wlk_manager *m,
 	wlk__handle_init(l, m, mode, NULL, 0);
 	l->name_len = len;
 	l->name = (char *)l + head;
-	memcpy(l->name, name, len);
+	wlk__bytes_copy(l->name, name, len);
 	l->name[len] = '\0';
 	return l;
 }

@@ -229,7 +229,7 @@ static inline bool wlk__memo_find(struct wlk__bucket *b,
 	if (memo->len != l->pub.name_len ||
 	    memo->seg_key[0] != b->seg_key[0] ||
 	    memo->seg_key[1] != b->seg_key[1] || !memo->len ||
-	    memcmp(memo->name, l->pub.name, l->pub.name_len) != 0)
+	    !wlk__bytes_equal(memo->name, l->pub.name, l->pub.name_len))
 		return false;
 	l->hash = memo->hash;
 	l->hashed = true;

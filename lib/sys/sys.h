@@ -57,6 +57,68 @@ static inline int wlk__check_ident(const char *s, size_t max)
 	return 0;
 }
 
+/*
+ * Short byte strings, inline: the uncontended acquire copies its name into
+ * the handle and compares it with the thread's last one (lane.c), and
+ * names are mostly a few bytes, which a call to memcpy() or memcmp() and
+ * its dispatch cost more than. Up to WLK_BYTES_INLINE bytes with two
+ * (overlapping) loads per side; longer ones by the library calls.
+ */
+#define WLK_BYTES_INLINE 16
+
+static inline bool wlk__bytes_equal(const void *a, const void *b, size_t n)
+{
+	const unsigned char *p = a, *q = b;
+	uint64_t w[4];
+	uint32_t h[4];
+
+	if (n > WLK_BYTES_INLINE)
+		return memcmp(a, b, n) == 0;
+	if (n >= sizeof(w[0])) {
+		memcpy(&w[0], p, sizeof(w[0]));
+		memcpy(&w[1], q, sizeof(w[0]));
+		memcpy(&w[2], p + n - sizeof(w[0]), sizeof(w[0]));
+		memcpy(&w[3], q + n - sizeof(w[0]), sizeof(w[0]));
+		return ((w[0] ^ w[1]) | (w[2] ^ w[3])) == 0;
+	}
+	if (n >= sizeof(h[0])) {
+		memcpy(&h[0], p, sizeof(h[0]));
+		memcpy(&h[1], q, sizeof(h[0]));
+		memcpy(&h[2], p + n - sizeof(h[0]), sizeof(h[0]));
+		memcpy(&h[3], q + n - sizeof(h[0]), sizeof(h[0]));
+		return ((h[0] ^ h[1]) | (h[2] ^ h[3])) == 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != q[i])
+			return false;
+	return true;
+}
+
+static inline void wlk__bytes_copy(void *dst, const void *src, size_t n)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+	uint64_t w[2];
+	uint32_t h[2];
+
+	if (n > WLK_BYTES_INLINE) {
+		memcpy(dst, src, n);
+	} else if (n >= sizeof(w[0])) {
+		memcpy(&w[0], s, sizeof(w[0]));
+		memcpy(&w[1], s + n - sizeof(w[0]), sizeof(w[0]));
+		memcpy(d, &w[0], sizeof(w[0]));
+		memcpy(d + n - sizeof(w[0]), &w[1], sizeof(w[0]));
+	} else if (n >= sizeof(h[0])) {
+		memcpy(&h[0], s, sizeof(h[0]));
+		memcpy(&h[1], s + n - sizeof(h[0]), sizeof(h[0]));
+		memcpy(d, &h[0], sizeof(h[0]));
+		memcpy(d + n - sizeof(h[0]), &h[1], sizeof(h[0]));
+	} else {
+		for (size_t i = 0; i < n; i++)
+			d[i] = s[i];
+	}
+}
+
 /* Spinning before sleeping (WLK_SPIN_NS, tunables.h) pays off only with
  * more than one CPU online. Inline: every uncontended acquire asks; once
  * the count is known that is one load (spin.c counts the CPUs). */

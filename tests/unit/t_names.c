@@ -90,6 +90,51 @@ Test(names, all_byte_names_are_distinct, T_FIX, .timeout = 10)
 	}
 }
 
+/* Names that differ in one byte only, at every length up to past the
+ * inline compare and copy (lib/sys/sys.h, WLK_BYTES_INLINE) and in every
+ * place, each taken twice (the second time, both names are known and the
+ * thread's last name found, lane.c's memo, is one of them): one must
+ * never pass for the other, and each handle keeps its own bytes. A
+ * wrong match takes another name's entry, which the validation after
+ * each length finds. */
+#define ONE_BYTE_MAX_LEN 40
+Test(names, names_one_byte_apart_are_distinct_at_every_length, T_FIX,
+     .timeout = 30)
+{
+	struct wlk_manager *m = t_open(), *o = t_open();
+	struct wlk_options ia = { .if_available = true };
+	char a[ONE_BYTE_MAX_LEN], b[ONE_BYTE_MAX_LEN];
+
+	memset(a, 'a', sizeof(a));
+	for (size_t n = 1; n <= ONE_BYTE_MAX_LEN; n++) {
+		for (size_t i = 0; i < 2 * n; i++) {
+			struct wlk_lock *la = NULL, *lb = NULL, *again = NULL;
+			size_t k = i % n, len = 0;
+			const char *got;
+
+			memcpy(b, a, n);
+			b[k] = 'b';
+			T_ASSERT_RC(wlk_acquire(m, a, n, NULL, &la), 0);
+			T_ASSERT_RC(wlk_acquire(m, b, n, &ia, &lb), 0);
+			cr_assert_not_null(lb, "length %zu, byte %zu: taken",
+					   n, k);
+			got = wlk_lock_name(lb, &len);
+			cr_assert(len == n && memcmp(got, b, n) == 0,
+				  "length %zu, byte %zu: name", n, k);
+			T_ASSERT_RC(wlk_acquire(m, a, n, &ia, &again), 0);
+			cr_assert_null(again, "length %zu, byte %zu: free", n,
+				       k);
+			/* Another process's lookup finds the same entry. */
+			T_ASSERT_RC(wlk_acquire(o, b, n, &ia, &again), 0);
+			cr_assert_null(again, "length %zu, byte %zu: two", n,
+				       k);
+			T_ASSERT_RC(wlk_release(lb), 0);
+			T_ASSERT_RC(wlk_release(la), 0);
+		}
+		T_ASSERT_RC(wlk_manager_validate(m, NULL, NULL), 0);
+	}
+}
+
 Test(names, names_round_trip_through_wlk_lock_name, T_FIX, .timeout = 10)
 {
 	struct wlk_manager *m = t_open();
