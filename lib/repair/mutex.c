@@ -249,10 +249,12 @@ static void broadcast(struct wlk__bucket *b, uint32_t ni)
 
 /*
  * The blocked waiters of the list and of the names collected. Each slot's
- * mark and name are read once, after the mutex: a recycled slot only makes
- * a wake-up spurious. When WLK_BROADCAST_MIN or more sleepers share the
- * first sleeper's name (a batch grant: one name's shared requests at
- * once), that name gets one broadcast instead of a wake each.
+ * mark, mode and name are read once, after the mutex: a recycled slot only
+ * makes a wake-up spurious. When WLK_BROADCAST_MIN or more shared sleepers
+ * share the first one's name (a batch grant: one name's shared requests
+ * at once), that name gets one broadcast instead of a wake each. An
+ * exclusive sleeper does not sleep on the grants word (shm/wait.c): it
+ * always gets a wake of its own (its name counts as WLK_NIL here).
  */
 static void wake_waiters(struct wlk__bucket *b, struct wlk__wake *wake)
 {
@@ -266,10 +268,12 @@ static void wake_waiters(struct wlk__bucket *b, struct wlk__wake *wake)
 		if (!uatomic_read(&r->sleeping))
 			continue;
 		sleeper[k] = wake->idx[i];
-		name[k] = uatomic_read(&r->name);
-		if (!k)
+		name[k] = uatomic_read(&r->mode) == WLK_SHARED
+				  ? uatomic_read(&r->name)
+				  : WLK_NIL;
+		if (ni == WLK_NIL)
 			ni = name[k];
-		same += name[k] == ni;
+		same += name[k] != WLK_NIL && name[k] == ni;
 		k++;
 	}
 	if (same < WLK_BROADCAST_MIN)

@@ -53,13 +53,14 @@ static bool left_pending(void *arg)
 }
 
 /* Words one blocked waiter sleeps on: its request's, its name's grants
- * word, the signal's, the close word, and the blockers' lifelines. */
+ * word (if shared), the signal's, the close word, and the blockers'
+ * lifelines. */
 #define WAIT_WORDS (4 + WLK_WATCH_MAX)
 
 /*
  * The futex words to sleep on while the request is PENDING as @w: its
- * word, its name's grants word as @g (if its name entry @nm is sound:
- * layout.h, GRANT BROADCAST), the signal's, the manager's close word, the
+ * word, its name's grants word as @g (if @nm: a shared request's sound
+ * name entry, layout.h, GRANT BROADCAST), the signal's, the manager's close word, the
  * blockers' lifelines; each read before its condition (the grants word
  * before the caller's last look at its word), so that a change between
  * the two makes the wait return at once. Return: 0 with *@n words in @v,
@@ -156,8 +157,14 @@ static int wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 	struct wlk_seg_request *r = wlk__req(m->b, slot);
 	uint32_t *word = &r->word;
 	struct pending p = {word, WLK_WORD(gen, WLK_SLOT_PENDING)};
-	/* Its name, read once: fixed while the request is pending. */
-	struct wlk_seg_name *nm = wlk__name_at(m->b, uatomic_read(&r->name));
+	/* Its name, read once: fixed while the request is pending. Only a
+	 * shared request may be granted in a batch: an exclusive one sleeps
+	 * without the name's grants word, one futex word fewer (layout.h,
+	 * GRANT BROADCAST). */
+	struct wlk_seg_name *nm =
+		uatomic_read(&r->mode) == WLK_SHARED
+			? wlk__name_at(m->b, uatomic_read(&r->name))
+			: NULL;
 
 	/* A grant that comes while spinning costs no system call on either
 	 * side (the granter skips the wake of a waiter not marked

@@ -62,8 +62,10 @@ void wlk__wake_add(struct wlk__bucket *b, struct wlk__wake *wake, uint32_t r)
 		return; /* nobody sleeps on its word */
 	if (wake->n < WLK_WAKE_BATCH)
 		wake->idx[wake->n++] = r;
-	else
+	else if (wlk__req(b, r)->mode == WLK_SHARED)
 		name_add(wake, wlk__req(b, r)->name);
+	else
+		wake->sweep = true; /* not on the grants word (shm/wait.c) */
 }
 
 /*
