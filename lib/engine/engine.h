@@ -67,7 +67,8 @@ struct wlk_manager {
 				    (PINS below) */
 	unsigned long fork_gen;  /* process incarnation that opened it */
 	uint32_t closed;         /* [A] WLK__OPEN, then _CLOSING, _CLOSED */
-	uint32_t close_word;     /* futex: bumped when closed */
+	uint32_t close_word;     /* futex: bumped when closed (the etcd
+				    engine's waiters sleep on it) */
 	uint32_t max_name_len;   /* the bucket's, set by the engine's open */
 	char client_id[WLK_CLIENT_ID_MAX + 1];
 	pthread_mutex_t amu;     /* guards the async state below */

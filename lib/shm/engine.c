@@ -55,7 +55,28 @@ static int shm_open(struct wlk_manager *pub, const char *origin,
 	return 0;
 }
 
-/* The client goes: its locks are released, its requests dropped. */
+/*
+ * The client's requests still pending, woken on their words without the
+ * mutex (a spurious wake-up: each waiter then sees its manager closed).
+ * For a segment whose mutex the close could not take. Indices bounded by
+ * the table; the words are only woken.
+ */
+static void wake_own(struct wlk__shm_manager *m)
+{
+	struct wlk__bucket *b = m->b;
+
+	for (uint32_t i = 0; i < b->geo.max_requests; i++) {
+		struct wlk_seg_request *r = wlk__req(b, i);
+
+		if (WLK_WORD_STATE(uatomic_read(&r->word)) ==
+			    WLK_SLOT_PENDING &&
+		    r->client == m->client && r->client_gen == m->client_gen)
+			wlk__futex_wake(&r->word, INT32_MAX);
+	}
+}
+
+/* The client goes: its locks are released, its requests dropped, and
+ * their waiters woken (wait.c sleeps on no close word). */
 static void shm_close(struct wlk_manager *pub)
 {
 	struct wlk__shm_manager *m = wlk__shm_m(pub);
@@ -65,6 +86,8 @@ static void shm_close(struct wlk_manager *pub)
 		wlk__lane_seal_claims(m);
 		wlk__drop_client(m->b, m->client, false, &wake);
 		wlk__unlock(m->b, &wake);
+	} else {
+		wake_own(m);
 	}
 }
 

@@ -53,18 +53,20 @@ static bool left_pending(void *arg)
 }
 
 /* Words one blocked waiter sleeps on: its request's, its name's grants
- * word (if shared), the signal's, the close word, and the blockers'
- * lifelines. */
-#define WAIT_WORDS (4 + WLK_WATCH_MAX)
+ * word (if shared), the signal's, and the blockers' lifelines. A close
+ * wakes it on its own word (engine.c, shm_close()). */
+#define WAIT_WORDS (3 + WLK_WATCH_MAX)
 
 /*
  * The futex words to sleep on while the request is PENDING as @w: its
  * word, its name's grants word as @g (if @nm: a shared request's sound
- * name entry, layout.h, GRANT BROADCAST), the signal's, the manager's close word, the
- * blockers' lifelines; each read before its condition (the grants word
- * before the caller's last look at its word), so that a change between
- * the two makes the wait return at once. Return: 0 with *@n words in @v,
- * or the reason to give up now (the signal's, WLK_ESTATE).
+ * name entry, layout.h, GRANT BROADCAST), the signal's, the blockers'
+ * lifelines; each read before its condition (the grants word before the
+ * caller's last look at its word), so that a change between the two makes
+ * the wait return at once. Each word costs the sleep and the wake-up, so
+ * the manager's close has none: it wakes its waiters on their own words,
+ * after it set closed, which is read here last. Return: 0 with *@n words
+ * in @v, or the reason to give up now (the signal's, WLK_ESTATE).
  */
 static int wait_words(struct wlk__shm_manager *m, uint32_t *word, uint32_t w,
 		      struct wlk_seg_name *nm, uint32_t g,
@@ -82,8 +84,6 @@ static int wait_words(struct wlk__shm_manager *m, uint32_t *word, uint32_t w,
 		if (uatomic_read(&sig->reason))
 			return uatomic_read(&sig->reason);
 	}
-	v[(*n)++] = (struct wlk__waitv){&m->pub.close_word,
-					uatomic_read(&m->pub.close_word)};
 	cmm_smp_mb();
 	if (uatomic_read(&m->pub.closed))
 		return WLK_ESTATE;
