@@ -156,14 +156,14 @@ enum wlk_slot_state {
  *
  * GRANT BROADCAST. A blocked shared waiter sleeps on its request's word
  * and on its name's grants word at once (futex_waitv), having read the
- * grants word before its last look at its own. An exclusive one sleeps on
- * its own word only (each word of a futex_waitv costs the sleep and the
- * wake-up): an exclusive request is granted alone, and a flush wakes an
- * exclusive sleeper on its word even when it broadcasts the name, or
- * sweeps every word rather than broadcast for it. Whoever grants requests of one
- * name to two or more sleeping waiters at once changes their words, then
- * bumps the name's grants word and wakes WLK_BROADCAST_FIRST of its
- * sleepers; a waiter that wakes to a changed grants word while others
+ * grants word before its last look at its own. An exclusive one does
+ * without the grants word (each word of a futex_waitv costs the sleep and
+ * the wake-up): an exclusive request is granted alone, and a flush wakes
+ * an exclusive sleeper on its own word even when it broadcasts the name,
+ * or sweeps every word rather than broadcast for it. Whoever grants
+ * requests of one name to two or more sleeping waiters at once changes
+ * their words, then bumps the name's grants word and wakes
+ * WLK_BROADCAST_FIRST of its sleepers; a waiter that wakes to a changed grants word while others
  * still sleep on it (@sleepers), and finds that value not yet in @passed,
  * wakes every other sleeper with one FUTEX_WAKE, then stores the value in
  * @passed, so that the waiters it woke make no such call of their own. A

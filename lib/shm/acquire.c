@@ -67,7 +67,7 @@ static __attribute__((noinline)) int release_rest(struct wlk__shm_lock *l,
 	int rc;
 
 	/* The end of the lane's claim starts here, before its slot changes
-	 * (lane.c, PINS); the fast release marked it already. */
+	 * (seal.c, PINS); the fast release marked it already. */
 	if (l->fast || l->laned)
 		uatomic_set(&m->lanes[l->lane].letgo, 1);
 	if (caa_unlikely(f == WLK__FAST_FROZEN))
@@ -108,7 +108,7 @@ release_handle(struct wlk__shm_lock *l)
 	if (!l->fast)
 		return release_rest(l, WLK__FAST_SLOW);
 	/* Marked before the fast word's CAS, the full barrier the mark
-	 * needs before the look at closed (lane.c, PINS). */
+	 * needs before the look at closed (seal.c, PINS). */
 	uatomic_set(&lane->letgo, 1);
 	f = wlk__lane_release(l);
 	if (caa_unlikely(f != WLK__FAST_OK || uatomic_read(&m->pub.closed)))

@@ -92,7 +92,7 @@ static void shm_close(struct wlk_manager *pub)
 }
 
 /* The locks the fast path took hold their lanes, not references
- * (engine.h and lane.c, PINS). */
+ * (engine.h and seal.c, PINS). */
 static void shm_seal(struct wlk_manager *pub)
 {
 	wlk__lane_seal(wlk__shm_m(pub));

@@ -18,12 +18,12 @@
 /*
  * A request slot a manager keeps in reserve for the fast path (lane.c).
  * @word: the lane's kind and slot (WLK__LANE()): EMPTY (no slot), FILL
- * (being given one, under the segment mutex), READY (its slot is
- * this client's, RESERVED or claimed), SEALING, OWED and CLOSING (its
- * manager is being closed), DEAD. Who takes the slot is settled on the slot's own
- * word in the segment (a claim: RESERVED to FAST by CAS), not here: a
- * thread that claimed it holds the lane until it gives the slot back.
- * @letgo: set while a lock held through the lane ends (PINS in lane.c).
+ * (being given one, under the segment mutex), READY (its slot is this
+ * client's, RESERVED or claimed), SEALING, OWED and CLOSING (its manager
+ * is being closed), DEAD. Who takes the slot is settled on the slot's
+ * own word in the segment (a claim: RESERVED to FAST by CAS), not here:
+ * a thread that claimed it holds the lane until it gives the slot back.
+ * @letgo: set while a lock held through the lane ends (seal.c, PINS).
  * @owed_gen: the claim an OWED lane waits for (PINS).
  */
 enum {
@@ -54,7 +54,7 @@ struct wlk__lane {
 };
 
 /* What a claim of slot @s finds in its lane's guard word when it may keep
- * it: READY with @s, and no lock's end under way (lane.c, PINS). */
+ * it: READY with @s, and no lock's end under way (seal.c, PINS). */
 static inline uint64_t wlk__lane_guard(uint32_t s)
 {
 	struct wlk__lane ok = {.word = WLK__LANE(s, WLK_LANE_READY)};
@@ -154,8 +154,6 @@ static inline void wlk__shm_lock_init(struct wlk__shm_lock *l)
 
 /* lane.c: the one owner of lane state, and the fast path through it. */
 void wlk__lane_fill(struct wlk__shm_manager *m) WLK_INTERNAL;
-void wlk__lane_seal(struct wlk__shm_manager *m) WLK_INTERNAL;
-void wlk__lane_seal_claims(struct wlk__shm_manager *m) WLK_INTERNAL;
 bool wlk__lane_offer(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		     uint32_t *slot, uint32_t *gen) WLK_INTERNAL;
 void wlk__lane_end(struct wlk__shm_manager *m, unsigned int at,
@@ -169,11 +167,17 @@ enum wlk__fast wlk__lane_missed(struct wlk__shm_manager *m,
 				uint32_t gen0, enum wlk__fast rc,
 				bool memo_hit) WLK_INTERNAL;
 
+/* seal.c: the lanes as their manager closes (PINS). */
+void wlk__lane_seal_claims(struct wlk__shm_manager *m) WLK_INTERNAL;
+void wlk__lane_seal(struct wlk__shm_manager *m) WLK_INTERNAL;
+bool wlk__lane_settle_owed(struct wlk__lane *lane, uint32_t slot,
+			   uint32_t gen) WLK_INTERNAL;
+
 /*
  * wlk__lane_pick() - a READY lane of @m whose slot is RESERVED for this
  * client: its index, the slot in *@slot and its gen in *@gen; or WLK_LANES
  * if none is. Plain reads: the claim's CAS (RESERVED in that gen) decides,
- * and its caller checks the lane again after it (lane.c, PINS). The slot
+ * and its caller checks the lane again after it (seal.c, PINS). The slot
  * index is the lane's, bounded when the lane was filled. Inline: the
  * uncontended acquire's; lane.c's, like the rest of lane state.
  */
@@ -243,7 +247,7 @@ static inline bool wlk__memo_find(struct wlk__bucket *b,
  * if @may_wait, wait for it as its fast waiter: find the name (the memo,
  * or wlk__lane_lookup()), pick a lane, and let the fast word (state.h) do
  * the rest: it claims the lane's slot, which makes the lane this thread's
- * (lane.c, PINS). Inline: the uncontended acquire; lane.c's.
+ * (seal.c, PINS). Inline: the uncontended acquire; lane.c's.
  * Return: WLK__FAST_OK or _FROZEN: held, @l filled (slot, gen, token,
  * fast fields, lane); _WAITING: enlisted (wlk__lane_await() next); _SLOW:
  * no lane ready, unknown name, inflated, contended, a race: take the
@@ -280,7 +284,7 @@ static inline enum wlk__fast wlk__lane_acquire(struct wlk__shm_manager *m,
 /*
  * wlk__lane_release() - release a lock held through the fast word; its
  * slot is RESERVED again, still its lane's. The caller marked the lane
- * (@letgo) first, and ends it after (lane.c, PINS). Inline: the
+ * (@letgo) first, and ends it after (seal.c, PINS). Inline: the
  * uncontended release.
  * Return: WLK__FAST_OK or _FROZEN: released; _SLOW: the name was inflated
  * meanwhile: release it under the mutex.

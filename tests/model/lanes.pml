@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lanes.pml - a Promela model of how a lane keeps its manager (PINS in
- * lib/shm/lane.c and lib/engine/engine.h): fast locks taken by claiming a
+ * lib/shm/seal.c and lib/engine/engine.h): fast locks taken by claiming a
  * lane's request slot, given back at their release, and a close that
  * counts one reference for the lane and then seals it, in two places
  * (under the mutex before the client's slots go, and after). Run:
@@ -121,12 +121,24 @@ inline drop_ref(DROP)
 }
 
 /*
- * wlk__lane_end(): a claim ended (the slot given back, or freed: KEPT 0).
+ * wlk__lane_end() (lane.c): a claim ended (the slot given back, or
+ * freed: KEPT 0).
  * MARKED: the end of a lock held through the lane, which set the mark
  * before the slot was given back and clears it here; it uses the manager
  * until then (or until its drop). Any other end holds a reference of its
  * own and is not a holder.
  */
+/* The slot given back, if the claim MY still has it. */
+inline give_back(MY)
+{
+	atomic {
+		if
+		:: slot == FAST && sgen == MY -> slot = RESERVED
+		:: else -> skip
+		fi
+	}
+}
+
 inline lane_end(MYGEN, KEPT, MARKED, DROP)
 {
 	if
@@ -204,7 +216,7 @@ proctype thread()
 		:: !ok ->
 			/* Given back, then a full barrier before the looks:
 			 * no reordering. */
-			atomic { if :: slot == FAST && sgen == my -> slot = RESERVED :: else -> skip fi };
+			give_back(my);
 			lane_end(my, 1, 0, drop);
 			goto next
 		:: else -> skip
@@ -214,10 +226,10 @@ proctype thread()
 		 * slot given back and closed read in either order. */
 		letgo = 1;
 		if
-		:: atomic { if :: slot == FAST && sgen == my -> slot = RESERVED :: else -> skip fi };
+		:: give_back(my);
 		   c = closed
 		:: c = closed;
-		   atomic { if :: slot == FAST && sgen == my -> slot = RESERVED :: else -> skip fi }
+		   give_back(my)
 		fi;
 		if
 		:: !c ->

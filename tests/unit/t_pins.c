@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * t_pins.c - a lock the fast path took holds no reference to its manager:
- * its lane keeps the manager (lib/engine/engine.h and lib/shm/lane.c,
+ * its lane keeps the manager (lib/engine/engine.h and lib/shm/seal.c,
  * PINS). Closing the manager must still keep it, and its bucket, for as
  * long as such a lock exists, and free both once the last one goes: the
  * bucket's removal (-EBUSY while anything of the manager is alive) shows
@@ -61,7 +61,7 @@ Test(pins, fast_lock_keeps_its_closed_manager_and_bucket, T_FIX,
 }
 
 /* A fast lock the mutex side took over (stolen: its slot STOLEN, no
- * longer FAST) still keeps its closed manager (lane.c: the close looks at
+ * longer FAST) still keeps its closed manager (seal.c: the close looks at
  * the lanes' slots before the client's slots go). */
 Test(pins, stolen_fast_lock_keeps_its_closed_manager, T_FIX, .timeout = 10)
 {
