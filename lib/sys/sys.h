@@ -66,28 +66,18 @@ static inline int wlk__check_ident(const char *s, size_t max)
  */
 #define WLK_BYTES_INLINE 16
 
+/* (Fixed-size memcmp() and memcpy() compile to plain loads and stores.) */
 static inline bool wlk__bytes_equal(const void *a, const void *b, size_t n)
 {
 	const unsigned char *p = a, *q = b;
-	uint64_t w[4];
-	uint32_t h[4];
+	const size_t w = sizeof(uint64_t), h = sizeof(uint32_t);
 
 	if (n > WLK_BYTES_INLINE)
 		return memcmp(a, b, n) == 0;
-	if (n >= sizeof(w[0])) {
-		memcpy(&w[0], p, sizeof(w[0]));
-		memcpy(&w[1], q, sizeof(w[0]));
-		memcpy(&w[2], p + n - sizeof(w[0]), sizeof(w[0]));
-		memcpy(&w[3], q + n - sizeof(w[0]), sizeof(w[0]));
-		return ((w[0] ^ w[1]) | (w[2] ^ w[3])) == 0;
-	}
-	if (n >= sizeof(h[0])) {
-		memcpy(&h[0], p, sizeof(h[0]));
-		memcpy(&h[1], q, sizeof(h[0]));
-		memcpy(&h[2], p + n - sizeof(h[0]), sizeof(h[0]));
-		memcpy(&h[3], q + n - sizeof(h[0]), sizeof(h[0]));
-		return ((h[0] ^ h[1]) | (h[2] ^ h[3])) == 0;
-	}
+	if (n >= w)
+		return !memcmp(p, q, w) && !memcmp(p + n - w, q + n - w, w);
+	if (n >= h)
+		return !memcmp(p, q, h) && !memcmp(p + n - h, q + n - h, h);
 	for (size_t i = 0; i < n; i++)
 		if (p[i] != q[i])
 			return false;
@@ -98,21 +88,16 @@ static inline void wlk__bytes_copy(void *dst, const void *src, size_t n)
 {
 	unsigned char *d = dst;
 	const unsigned char *s = src;
-	uint64_t w[2];
-	uint32_t h[2];
+	const size_t w = sizeof(uint64_t), h = sizeof(uint32_t);
 
 	if (n > WLK_BYTES_INLINE) {
 		memcpy(dst, src, n);
-	} else if (n >= sizeof(w[0])) {
-		memcpy(&w[0], s, sizeof(w[0]));
-		memcpy(&w[1], s + n - sizeof(w[0]), sizeof(w[0]));
-		memcpy(d, &w[0], sizeof(w[0]));
-		memcpy(d + n - sizeof(w[0]), &w[1], sizeof(w[0]));
-	} else if (n >= sizeof(h[0])) {
-		memcpy(&h[0], s, sizeof(h[0]));
-		memcpy(&h[1], s + n - sizeof(h[0]), sizeof(h[0]));
-		memcpy(d, &h[0], sizeof(h[0]));
-		memcpy(d + n - sizeof(h[0]), &h[1], sizeof(h[0]));
+	} else if (n >= w) {
+		memcpy(d, s, w);
+		memcpy(d + n - w, s + n - w, w);
+	} else if (n >= h) {
+		memcpy(d, s, h);
+		memcpy(d + n - h, s + n - h, h);
 	} else {
 		for (size_t i = 0; i < n; i++)
 			d[i] = s[i];
