@@ -325,3 +325,41 @@ Test(poison, new_generation_gives_tokens_above_the_poisoned_ones, T_FIX,
 	t_pipe_close(&p[0]);
 	t_pipe_close(&p[1]);
 }
+
+/* Well below a blocked thread's own recheck (WLK_SAFETY_RECHECK_NS, 1 s):
+ * the close wakes it. */
+#define CLOSE_WAKE_MAX_NS (700ull * 1000 * 1000)
+
+/*
+ * A manager closed when its segment's mutex cannot be had (damage the
+ * repair refuses, so the segment is poisoned) still wakes its threads
+ * blocked in a request (shm/engine.c, wake_own()): they sleep on no close
+ * word, and the client's requests are not dropped under the mutex.
+ */
+Test(poison, close_on_a_poisoned_segment_wakes_its_blocked_threads, T_FIX,
+     .timeout = 20)
+{
+	struct wlk_manager *a = t_open(), *b = t_open();
+	struct wlk_lock *la = NULL;
+	struct t_holder h;
+	char path[512];
+	uint64_t t0;
+
+	T_ASSERT_RC(wlk_acquire(a, "x", 1, NULL, &la), 0);
+	t_holder_start(&h, b, "x", 1, NULL);
+	cr_assert(t_wait_pending(a, "x", 1, 1));
+	cr_assert(t_mapped_segment(path, sizeof(path)));
+	scribble(path);
+	t0 = t_now_ns();
+	t_forget(b);
+	wlk_manager_close(b);
+	cr_assert_eq(t_holder_wait_granted(&h), 0, "blocked thread not woken");
+	cr_assert_lt(t_now_ns() - t0, CLOSE_WAKE_MAX_NS,
+		     "woken %llu ms after the close",
+		     (unsigned long long)((t_now_ns() - t0) / 1000000));
+	cr_assert(h.acq_rc == WLK_ESTATE || h.acq_rc == WLK_ECORRUPT,
+		  "blocked acquire: %s", t_ename(h.acq_rc));
+	cr_assert_not(h.got);
+	t_holder_join(&h);
+	(void)wlk_release(la);
+}
