@@ -16,6 +16,9 @@
 
 /* How long a helper waits for another thread or process before giving up. */
 #define T_WAIT_MS 5000
+/* How soon a closed manager's blocked thread must return: well below its
+ * own recheck (WLK_SAFETY_RECHECK_NS, 1 s), so the close woke it. */
+#define T_CLOSE_WAKE_MAX_NS (700ull * 1000 * 1000)
 
 /*
  * The fixture. t_init() gives the test a unique origin in t_origin (so tests

@@ -63,15 +63,12 @@ static int shm_open(struct wlk_manager *pub, const char *origin,
  */
 static void wake_own(struct wlk__shm_manager *m)
 {
-	struct wlk__bucket *b = m->b;
+	for (uint32_t i = 0; i < m->b->geo.max_requests; i++) {
+		uint32_t w;
 
-	for (uint32_t i = 0; i < b->geo.max_requests; i++) {
-		struct wlk_seg_request *r = wlk__req(b, i);
-
-		if (WLK_WORD_STATE(uatomic_read(&r->word)) ==
-			    WLK_SLOT_PENDING &&
-		    r->client == m->client && r->client_gen == m->client_gen)
-			wlk__futex_wake(&r->word, INT32_MAX);
+		if (wlk__slot_ours(m, i, &w) &&
+		    WLK_WORD_STATE(w) == WLK_SLOT_PENDING)
+			wlk__futex_wake(&wlk__req(m->b, i)->word, INT32_MAX);
 	}
 }
 

@@ -112,12 +112,9 @@ void wlk__lane_end(struct wlk__shm_manager *m, unsigned int at,
  * for another): the lane then empties. */
 static bool slot_gone(struct wlk__shm_manager *m, uint32_t s)
 {
-	const struct wlk_seg_request *r = wlk__req(m->b, s);
-	uint32_t w = uatomic_read(&r->word);
+	uint32_t w;
 
-	cmm_smp_rmb();
-	return WLK_WORD_STATE(w) == WLK_SLOT_FREE || r->client != m->client ||
-	       r->client_gen != m->client_gen;
+	return !wlk__slot_ours(m, s, &w) || WLK_WORD_STATE(w) == WLK_SLOT_FREE;
 }
 
 /*

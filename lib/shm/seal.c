@@ -66,13 +66,10 @@ static void pause_for(unsigned int spins)
  */
 static bool claimed(struct wlk__shm_manager *m, uint32_t s, uint32_t *gen)
 {
-	const struct wlk_seg_request *r = wlk__req(m->b, s);
-	uint32_t w = uatomic_read(&r->word);
+	uint32_t w;
 
-	cmm_smp_rmb();
-	if (WLK_WORD_STATE(w) == WLK_SLOT_FREE ||
-	    WLK_WORD_STATE(w) == WLK_SLOT_RESERVED ||
-	    r->client != m->client || r->client_gen != m->client_gen)
+	if (!wlk__slot_ours(m, s, &w) || WLK_WORD_STATE(w) == WLK_SLOT_FREE ||
+	    WLK_WORD_STATE(w) == WLK_SLOT_RESERVED)
 		return false;
 	*gen = WLK_WORD_GEN(w);
 	return true;
@@ -135,7 +132,8 @@ static bool close_lane(struct wlk__shm_manager *m, struct wlk__lane *lane,
 			if (!now.letgo)
 				break;
 			goto wait;
-		default: /* FILL: under the mutex, so never when @locked */
+		default: /* FILL, under the mutex, so never when @locked
+			  * (SEALING is only ever the closer's own) */
 			if (locked)
 				return false;
 			goto wait;

@@ -174,6 +174,22 @@ bool wlk__lane_settle_owed(struct wlk__lane *lane, uint32_t slot,
 			   uint32_t gen) WLK_INTERNAL;
 
 /*
+ * wlk__slot_ours() - whether request slot @s (bounded by the caller) is
+ * this client's: its word in *@w, read once and before the client it was
+ * given to (a slot taken back and given to another client is not ours).
+ * Without the mutex, a hint that a CAS on the word, or the mutex, settles.
+ */
+static inline bool wlk__slot_ours(const struct wlk__shm_manager *m,
+				  uint32_t s, uint32_t *w)
+{
+	const struct wlk_seg_request *r = wlk__req(m->b, s);
+
+	*w = uatomic_read(&r->word);
+	cmm_smp_rmb();
+	return r->client == m->client && r->client_gen == m->client_gen;
+}
+
+/*
  * wlk__lane_pick() - a READY lane of @m whose slot is RESERVED for this
  * client: its index, the slot in *@slot and its gen in *@gen; or WLK_LANES
  * if none is. Plain reads: the claim's CAS (RESERVED in that gen) decides,
@@ -185,22 +201,17 @@ static inline unsigned int wlk__lane_pick(struct wlk__shm_manager *m,
 					  uint32_t *slot, uint32_t *gen)
 {
 	for (unsigned int i = 0; i < WLK_LANES; i++) {
-		uint32_t lw = uatomic_read(&m->lanes[i].word), w;
-		const struct wlk_seg_request *r;
+		/* The word and the mark at once, as the claim's guard. */
+		struct wlk__lane now = {
+			.guard = uatomic_read(&m->lanes[i].guard),
+		};
+		uint32_t s = WLK__LANE_SLOT(now.word), w;
 
-		if (WLK__LANE_KIND(lw) != WLK_LANE_READY ||
-		    uatomic_read(&m->lanes[i].letgo))
+		if (now.guard != wlk__lane_guard(s) ||
+		    !wlk__slot_ours(m, s, &w) ||
+		    WLK_WORD_STATE(w) != WLK_SLOT_RESERVED)
 			continue;
-		r = wlk__req(m->b, WLK__LANE_SLOT(lw));
-		w = uatomic_read(&r->word);
-		if (WLK_WORD_STATE(w) != WLK_SLOT_RESERVED)
-			continue;
-		/* The word before the client it was reserved for: a slot
-		 * taken back and reserved for another client is not ours. */
-		cmm_smp_rmb();
-		if (r->client != m->client || r->client_gen != m->client_gen)
-			continue;
-		*slot = WLK__LANE_SLOT(lw);
+		*slot = s;
 		*gen = WLK_WORD_GEN(w);
 		return i;
 	}

@@ -326,10 +326,6 @@ Test(poison, new_generation_gives_tokens_above_the_poisoned_ones, T_FIX,
 	t_pipe_close(&p[1]);
 }
 
-/* Well below a blocked thread's own recheck (WLK_SAFETY_RECHECK_NS, 1 s):
- * the close wakes it. */
-#define CLOSE_WAKE_MAX_NS (700ull * 1000 * 1000)
-
 /*
  * A manager closed when its segment's mutex cannot be had (damage the
  * repair refuses, so the segment is poisoned) still wakes its threads
@@ -354,7 +350,7 @@ Test(poison, close_on_a_poisoned_segment_wakes_its_blocked_threads, T_FIX,
 	t_forget(b);
 	wlk_manager_close(b);
 	cr_assert_eq(t_holder_wait_granted(&h), 0, "blocked thread not woken");
-	cr_assert_lt(t_now_ns() - t0, CLOSE_WAKE_MAX_NS,
+	cr_assert_lt(t_now_ns() - t0, T_CLOSE_WAKE_MAX_NS,
 		     "woken %llu ms after the close",
 		     (unsigned long long)((t_now_ns() - t0) / 1000000));
 	cr_assert(h.acq_rc == WLK_ESTATE || h.acq_rc == WLK_ECORRUPT,

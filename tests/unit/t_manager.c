@@ -588,10 +588,6 @@ Test(manager, close_releases_shared_locks, T_FIX, .timeout = 10)
 	T_ASSERT_RC(wlk_release(la), WLK_ESTATE);
 }
 
-/* Well below the blocked thread's own recheck (WLK_SAFETY_RECHECK_NS, 1
- * s): the close wakes it, it does not find out by itself. */
-#define CLOSE_WAKE_MAX_NS (700ull * 1000 * 1000)
-
 Test(manager, close_makes_blocked_acquire_return_estate, T_FIX, .timeout = 10)
 {
 	struct wlk_manager *a = t_open(), *b = t_open();
@@ -605,7 +601,7 @@ Test(manager, close_makes_blocked_acquire_return_estate, T_FIX, .timeout = 10)
 	t0 = t_now_ns();
 	t_close(b);
 	cr_assert_eq(t_holder_wait_granted(&h), 0, "blocked thread not woken");
-	cr_assert_lt(t_now_ns() - t0, CLOSE_WAKE_MAX_NS,
+	cr_assert_lt(t_now_ns() - t0, T_CLOSE_WAKE_MAX_NS,
 		     "woken %llu ms after the close",
 		     (unsigned long long)((t_now_ns() - t0) / 1000000));
 	T_ASSERT_RC(h.acq_rc, WLK_ESTATE);
