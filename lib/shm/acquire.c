@@ -155,6 +155,7 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		.if_available = o->if_available,
 		.steal = o->steal,
 		.detect = m->detect,
+		.own = WLK_NIL,
 		/* Hashed here, not under the mutex (the fast path did it
 		 * already, unless this is a steal). */
 		.hash = l->hashed ? l->hash
@@ -164,7 +165,6 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 	uint64_t deadline = wlk__deadline_ns(o->timeout_ns);
 	struct wlk__scope_item items[WLK_SCOPE_MAX];
 	struct wlk__watch watch;
-	uint32_t own = WLK_NIL, own_gen = 0;
 	bool unused, kept = false;
 	int rc;
 
@@ -172,28 +172,27 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		wlk__shm_scope_items(m, l, items, &e);
 	/* A slot of our own, if a lane has one: no free-list traffic. A
 	 * scope's members are never a lane's: they are never fast. */
-	else if (!wlk__lane_offer(m, l, &own, &own_gen))
-		own = WLK_NIL;
-	e.own = own;
-	e.own_gen = own_gen;
+	else
+		(void)wlk__lane_offer(m, l, &e.own, &e.own_gen);
 	/* A process stopped inside the critical section must not hold up
 	 * the timeout or the signal: they bound the wait for the mutex. */
 	rc = wlk__lock_until(b, &wake, deadline,
 			     o->signal ? &o->signal->reason : NULL);
 	if (rc) {
-		if (own != WLK_NIL) {
-			wlk__word_store(&wlk__req(b, own)->word,
-					WLK_WORD(own_gen, WLK_SLOT_RESERVED));
-			wlk__lane_end(m, l->lane, own, own_gen, true, false);
+		if (e.own != WLK_NIL) {
+			wlk__word_store(&wlk__req(b, e.own)->word,
+					WLK_WORD(e.own_gen, WLK_SLOT_RESERVED));
+			wlk__lane_end(m, l->lane, e.own, e.own_gen, true,
+				      false);
 		}
 		return rc;
 	}
 	rc = wlk__request_reaping(b, &e, &wake, &l->slot, &l->gen);
-	unused = own != WLK_NIL && (rc != 0 || l->slot != own);
-	if (own != WLK_NIL && !unused)
+	unused = e.own != WLK_NIL && (rc != 0 || l->slot != e.own);
+	if (e.own != WLK_NIL && !unused)
 		l->laned = true; /* the request is the lane's claim now */
 	else if (unused)
-		kept = give_back(m, own, own_gen);
+		kept = give_back(m, e.own, e.own_gen);
 	if (rc >= 0)
 		wlk__lane_fill(m);
 	if (rc == 0 && l->pub.scope)
@@ -202,7 +201,7 @@ static int obtain(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		wlk__watch_init(b, l, &wake, &watch);
 	wlk__unlock(b, &wake);
 	if (unused)
-		wlk__lane_end(m, l->lane, own, own_gen, kept, false);
+		wlk__lane_end(m, l->lane, e.own, e.own_gen, kept, false);
 	if (rc == WLK__UNAVAILABLE)
 		*step = WLK__STEP_MISS;
 	if (rc)
