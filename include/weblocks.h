@@ -364,7 +364,9 @@
  *  - A process costs the cluster one lease, and keeps one thread and one
  *    watch connection per bucket in use; a manager costs a few HTTP
  *    connections. An uncontended acquire and release are two round trips
- *    to the cluster.
+ *    to the cluster: a transaction that puts the request's key only if
+ *    its name has none, and a delete. A request on a busy name makes one
+ *    more, which puts its key, before it waits.
  *
  * CAVEATS
  *

@@ -2,11 +2,13 @@
 /*
  * acquire.c - a request and a release on etcd (the mapping: etcd.h).
  *
- *  - A plain request is one Txn: put the entry unless it exists, and range
- *    the name; held at once, or it waits for the agent's wake-ups (a
- *    deletion in the bucket), its signal, its manager's close or its
- *    deadline, and ranges the name again. Its entry vanished (the lease was
- *    lost) is WLK_EABORTED.
+ *  - A plain request's first Txn puts the entry only if its name has no
+ *    entry (then it is held: put_if_free()), and ranges the name
+ *    otherwise; on a busy name a second Txn puts the entry unless it
+ *    exists, and ranges the name. Held at once, or it waits for the
+ *    agent's wake-ups (a deletion in the bucket), its signal, its
+ *    manager's close or its deadline, and ranges the name again. Its
+ *    entry vanished (the lease was lost) is WLK_EABORTED.
  *  - if_available and steal are decided at once (atonce.c, steal.c).
  *  - A manager with detect_deadlocks checks the bucket first, and puts
  *    only if it is unchanged (deadlock.c).
@@ -14,8 +16,10 @@
  *    them all and ranges every name, and so does each read after.
  *
  * Every Txn may be sent twice (http.c tries another member when one did
- * not answer, and the first may have applied): each one also ranges the
- * name, and finding its own key there is the proof that it applied.
+ * not answer, and the first may have applied): each one that puts also
+ * ranges the name, and finding its own key there is the proof that it
+ * applied; put_if_free()'s put applies only on a name with no entry, so
+ * a second send finds the first's entry in its range.
  *
  * SERIALS. A key's tail ends in a serial of its manager. etcd keeps a
  * deleted key in its index, as a tombstone, until the cluster is
@@ -89,6 +93,48 @@ static int put_all(struct wlk__etcd_req *r, struct wlk__etcd_kvs *k)
 }
 
 /*
+ * A plain request's first Txn: put its entry only if its name has no
+ * entry at all (a compare over the name's keys), else range the name. A
+ * free name, the common case, so costs the smallest Txn and reply there
+ * are (the gateway's JSON is most of a call's cost): the entry is then
+ * the only one, held at the Txn's revision. A busy name is put with
+ * put_all(), one more round trip before a wait; unless the range shows
+ * the entry there already, put by an earlier send of this Txn.
+ */
+static int put_if_free(struct wlk__etcd_req *r, struct wlk__etcd_kvs *k)
+{
+	struct wlk__etcd_lock *l = r->l;
+	struct json_object *none = wlk__etcd_cmp(r->np, r->np_len, true,
+						  "VERSION", "EQUAL", 0);
+	struct json_object *cmp = json_object_new_array();
+	struct json_object *ok = json_object_new_array();
+	struct json_object *fail = json_object_new_array();
+	bool bad = !none || !cmp || json_object_array_add(cmp, none);
+	bool was_free;
+	int rc;
+
+	if (bad)
+		json_object_put(none); /* not in cmp */
+	if (bad || !ok || !fail || wlk__etcd_add_puts(ok, r) ||
+	    wlk__etcd_add_ranges(fail, l)) {
+		json_object_put(cmp);
+		json_object_put(ok);
+		json_object_put(fail);
+		return -ENOMEM;
+	}
+	rc = wlk__etcd_txn_bare(r, cmp, ok, fail, &was_free, k);
+	if (rc)
+		return rc;
+	if (was_free)
+		return wlk__etcd_kvs_own(k, r->m->prefix, l->key, l->key_len,
+					 r->value);
+	if (wlk__etcd_kvs_find(k, l->key, l->key_len))
+		return 0;
+	wlk__etcd_kvs_free(k);
+	return put_all(r, k);
+}
+
+/*
  * What a waiter's next read of its names must show (wlk__etcd_read()'s
  * @since), once woken by a deletion: a state at or after that deletion
  * and after the request's own put, which the member its watch and calls
@@ -123,7 +169,10 @@ static int request(struct wlk__etcd_req *r, const struct wlk_options *o,
 	struct wlk__etcd_kvs k = { 0 };
 	int rc;
 
-	rc = m->detect ? wlk__etcd_put_checked(r, &k) : put_all(r, &k);
+	if (m->detect)
+		rc = wlk__etcd_put_checked(r, &k);
+	else
+		rc = r->l->mem ? put_all(r, &k) : put_if_free(r, &k);
 	for (;;) {
 		uint32_t now;
 		bool woken;

@@ -275,8 +275,11 @@ struct json_object *wlk__etcd_cmp(const char *key, size_t len,
 				  bool range, const char *target,
 				  const char *result, int64_t v) WLK_INTERNAL;
 int wlk__etcd_txn_reply(struct json_object *rep, const char *prefix,
-			size_t prefix_len, bool *succeeded,
+			size_t prefix_len, bool bare_ok, bool *succeeded,
 			struct wlk__etcd_kvs *kvs) WLK_INTERNAL;
+int wlk__etcd_kvs_own(struct wlk__etcd_kvs *k, const char *prefix,
+		      const char *key, size_t len,
+		      const char *value) WLK_INTERNAL;
 
 /* classify.c */
 void wlk__etcd_classify(struct wlk__etcd_kvs *k) WLK_INTERNAL;
@@ -363,6 +366,9 @@ struct json_object *wlk__etcd_list(struct json_object *a,
 int wlk__etcd_txn(struct wlk__etcd_req *r, struct json_object *cmp,
 		  struct json_object *ok, struct json_object *fail,
 		  bool *succeeded, struct wlk__etcd_kvs *kvs) WLK_INTERNAL;
+int wlk__etcd_txn_bare(struct wlk__etcd_req *r, struct json_object *cmp,
+		       struct json_object *ok, struct json_object *fail,
+		       bool *succeeded, struct wlk__etcd_kvs *kvs) WLK_INTERNAL;
 int wlk__etcd_grant_if_held(struct wlk__etcd_req *r, struct wlk__etcd_kvs *k,
 			    bool *held) WLK_INTERNAL;
 int wlk__etcd_grant_of(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,

@@ -315,13 +315,50 @@ static int kvs_append(struct wlk__etcd_kvs *a, struct wlk__etcd_kvs *b)
 }
 
 /*
+ * wlk__etcd_kvs_own() - add to @k the entry that a Txn of ours put at
+ * @k's revision under @key (in the bucket of @prefix, @k's prefix_len
+ * long), with @value: what a range at that revision shows of it. 0,
+ * -EPROTO (not a key or value of ours), -ENOMEM.
+ */
+int wlk__etcd_kvs_own(struct wlk__etcd_kvs *k, const char *prefix,
+		      const char *key, size_t len, const char *value)
+{
+	struct wlk__etcd_entry e = { .key_len = len,
+				     .create_rev = k->revision };
+	struct wlk__etcd_entry *grown;
+	int rc = -ENOMEM;
+
+	e.key = malloc(len + 1);
+	e.value = strdup(value);
+	if (e.key && e.value) {
+		memcpy(e.key, key, len);
+		e.key[len] = '\0';
+		rc = k->revision > 0 ? parse_key(&e, prefix, k->prefix_len)
+				     : -EPROTO;
+	}
+	if (!rc)
+		rc = parse_value(&e, strlen(value));
+	grown = rc ? NULL : realloc(k->e, (k->n + 1) * sizeof(*grown));
+	if (!grown) {
+		free(e.key);
+		free(e.value);
+		return rc ? rc : -ENOMEM;
+	}
+	k->e = grown;
+	k->e[k->n++] = e;
+	return 0;
+}
+
+/*
  * wlk__etcd_txn_reply() - whether a TxnResponse @rep succeeded, and the
  * entries of its range responses, all of them (a scope's Txn ranges each
  * of its names), into @kvs (if not NULL), at the transaction's revision.
- * 0, or -EPROTO (no range response when @kvs asks for one), -ENOMEM.
+ * @bare_ok: a Txn whose success branch ranges nothing (acquire.c); its
+ * @kvs is then empty when it succeeded. 0, or -EPROTO (no range response
+ * where one belongs), -ENOMEM.
  */
 int wlk__etcd_txn_reply(struct json_object *rep, const char *prefix,
-			size_t prefix_len, bool *succeeded,
+			size_t prefix_len, bool bare_ok, bool *succeeded,
 			struct wlk__etcd_kvs *kvs)
 {
 	struct wlk__etcd_kvs all = { .prefix_len = prefix_len };
@@ -353,7 +390,7 @@ int wlk__etcd_txn_reply(struct json_object *rep, const char *prefix,
 			rc = kvs_append(&all, &one);
 		wlk__etcd_kvs_free(&one);
 	}
-	if (!rc && !any)
+	if (!rc && !any && !(bare_ok && *succeeded))
 		rc = -EPROTO;
 	if (rc) {
 		wlk__etcd_kvs_free(&all);

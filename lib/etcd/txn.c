@@ -56,10 +56,9 @@ struct json_object *wlk__etcd_op_delete(const char *key, size_t len)
 	return op;
 }
 
-/* A Txn of @cmp, @ok, @fail (consumed); the name's entries after it. */
-int wlk__etcd_txn(struct wlk__etcd_req *r, struct json_object *cmp,
-		  struct json_object *ok, struct json_object *fail,
-		  bool *succeeded, struct wlk__etcd_kvs *kvs)
+static int txn(struct wlk__etcd_req *r, struct json_object *cmp,
+	       struct json_object *ok, struct json_object *fail, bool bare_ok,
+	       bool *succeeded, struct wlk__etcd_kvs *kvs)
 {
 	struct json_object *t = json_object_new_object(), *rep;
 	int rc;
@@ -81,9 +80,26 @@ int wlk__etcd_txn(struct wlk__etcd_req *r, struct json_object *cmp,
 	if (rc)
 		return rc;
 	rc = wlk__etcd_txn_reply(rep, r->m->prefix, r->m->prefix_len,
-				 succeeded, kvs);
+				 bare_ok, succeeded, kvs);
 	json_object_put(rep);
 	return rc;
+}
+
+/* A Txn of @cmp, @ok, @fail (consumed); the name's entries after it. */
+int wlk__etcd_txn(struct wlk__etcd_req *r, struct json_object *cmp,
+		  struct json_object *ok, struct json_object *fail,
+		  bool *succeeded, struct wlk__etcd_kvs *kvs)
+{
+	return txn(r, cmp, ok, fail, false, succeeded, kvs);
+}
+
+/* wlk__etcd_txn(), for a Txn whose success branch ranges nothing: @kvs
+ * is then empty, at the Txn's revision. */
+int wlk__etcd_txn_bare(struct wlk__etcd_req *r, struct json_object *cmp,
+		       struct json_object *ok, struct json_object *fail,
+		       bool *succeeded, struct wlk__etcd_kvs *kvs)
+{
+	return txn(r, cmp, ok, fail, true, succeeded, kvs);
 }
 
 /* [@a, @b, @c], NULLs ending it early; NULL if out of memory. */

@@ -100,8 +100,13 @@ static void *pump(void *arg)
 			watch |= has(buf, (size_t)n, "/v3/watch");
 			note_lease(p, buf, (size_t)n);
 			note_key(p, buf, (size_t)n);
-			if (has(buf, (size_t)n, "/v3/kv/txn"))
+			if (has(buf, (size_t)n, "/v3/kv/txn")) {
+				int one = 1;
+
 				hold(p);
+				dropping |= atomic_compare_exchange_strong(
+					&p->drop_txn_armed, &one, 0);
+			}
 			if (has(buf, (size_t)n, "/v3/kv/deleterange")) {
 				int one = 1;
 
@@ -116,7 +121,7 @@ static void *pump(void *arg)
 			if (n <= 0)
 				break;
 			if (dropping) {
-				/* The delete applied; its reply is lost. */
+				/* The call applied; its reply is lost. */
 				atomic_fetch_add(&p->dropped, 1);
 				break;
 			}

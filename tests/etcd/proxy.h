@@ -2,8 +2,8 @@
 /*
  * proxy.h - a proxy in a test that stands for the cluster's first member
  * (tests/etcd/proxy.c): it forwards bytes both ways, and on request
- * drops a delete's reply, mutes watch streams, or holds a Txn back; it
- * notes the lease and the key of the puts it passes on.
+ * drops a delete's or a Txn's reply, mutes watch streams, or holds a Txn
+ * back; it notes the lease and the key of the puts it passes on.
  */
 #ifndef WLK_TESTS_ETCD_PROXY_H
 #define WLK_TESTS_ETCD_PROXY_H
@@ -18,6 +18,7 @@ struct proxy {
 	int fd;                  /* listening */
 	struct sockaddr_in up;   /* the member it stands for */
 	atomic_int drop_armed;   /* drop the next delete's reply */
+	atomic_int drop_txn_armed; /* drop the next Txn's reply */
 	atomic_int dropped;      /* replies dropped */
 	atomic_int mute_watch;   /* discard what watch streams carry */
 	atomic_llong lease;      /* the last lease a put named, or 0 */

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * resend.c - a release whose delete is sent twice (weblocks.h, ETCD
- * ENGINE): the first reaches the cluster and applies, its reply is lost,
- * and the client tries the next member, whose delete finds nothing.
+ * resend.c - a call sent twice (weblocks.h, ETCD ENGINE): the first
+ * reaches the cluster and applies, its reply is lost, and the client
+ * tries the next member. A release's delete then finds nothing; a
+ * request's first Txn finds the entry it put, or, on a busy name, puts
+ * it once more than it ranged.
  *
  * The manager under test reaches the cluster through a proxy in the test
  * that stands for its first member: it forwards bytes both ways, except
- * that, once armed, it forwards the next /v3/kv/deleterange request,
- * waits for the start of the reply (the delete has applied) and closes
- * both sides instead of passing it on. It can also mute the manager's
+ * that, once armed, it forwards the next /v3/kv/deleterange (or
+ * /v3/kv/txn) request, waits for the start of the reply (the call has
+ * applied) and closes both sides instead of passing it on. It can also mute the manager's
  * watch stream, so that a steal is not seen before the release.
  *
  *  - A lock released so: 0, not WLK_ESTOLEN, and the name is free.
@@ -16,6 +18,10 @@
  *  - A lock whose lease the cluster revoked (as it ends an expired one),
  *    unseen by the manager, then released: its delete finds nothing, and
  *    only the lease's death tells it from a resend: WLK_ESTOLEN.
+ *  - A request on a free name whose put applied unseen: held, by one
+ *    entry, and released.
+ *  - A request on a busy name whose first Txn (a range) was sent twice:
+ *    queued once, granted at the holder's release.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +123,62 @@ Test(resend, a_release_after_the_lease_ended_unseen_is_a_steal, T_FIX,
 	cr_assert(t_wait_held(other, "r", 1, 0), "the lease kept the lock");
 	cr_assert_not(wlk_lock_stolen(l), "the manager was told");
 	T_ASSERT_RC(wlk_release(l), WLK_ESTOLEN);
+	wlk_manager_close(m);
+	proxy_stop(&p);
+}
+
+Test(resend, a_request_resent_after_its_put_applied_holds_once, T_FIX,
+     .timeout = 60)
+{
+	static struct proxy p;
+	struct wlk_options o = { .size = sizeof(o), .if_available = true };
+	struct wlk_manager *m, *other;
+	struct wlk_lock *l = NULL, *l2 = NULL;
+
+	proxy_start(&p);
+	m = proxy_open(&p, false);
+	other = t_open();
+	atomic_store(&p.drop_txn_armed, 1);
+	T_ASSERT_RC(wlk_acquire(m, "r", 1, NULL, &l), 0);
+	cr_assert_eq(atomic_load(&p.dropped), 1, "no reply was dropped");
+	cr_assert_eq(t_held_n(other, "r", 1), 1, "not one entry held");
+	cr_assert_eq(t_pending_n(other, "r", 1), 0, "an entry waits");
+	T_ASSERT_RC(wlk_acquire(other, "r", 1, &o, &l2), 0);
+	cr_assert_null(l2, "another was granted the name too");
+	T_ASSERT_RC(wlk_release(l), 0);
+	T_ASSERT_RC(wlk_acquire(other, "r", 1, &o, &l2), 0);
+	cr_assert_not_null(l2, "the release left an entry");
+	T_ASSERT_RC(wlk_release(l2), 0);
+	wlk_manager_close(m);
+	proxy_stop(&p);
+}
+
+Test(resend, a_request_on_a_busy_name_resent_queues_once, T_FIX,
+     .timeout = 60)
+{
+	static struct proxy p;
+	struct wlk_manager *m, *other;
+	struct wlk_lock *l = NULL;
+	struct t_holder h;
+
+	proxy_start(&p);
+	m = proxy_open(&p, false);
+	other = t_open();
+	T_ASSERT_RC(wlk_acquire(other, "r", 1, NULL, &l), 0);
+	atomic_store(&p.drop_txn_armed, 1);
+	t_holder_start(&h, m, "r", 1, NULL);
+	cr_assert(t_wait_pending(other, "r", 1, 1), "not queued");
+	cr_assert_eq(atomic_load(&p.dropped), 1, "no reply was dropped");
+	cr_assert_eq(t_pending_n(other, "r", 1), 1, "queued twice");
+	cr_assert_not(t_holder_granted_now(&h), "granted while held");
+	T_ASSERT_RC(wlk_release(l), 0);
+	cr_assert_eq(t_holder_wait_granted(&h), 0, "never granted");
+	cr_assert_eq(h.acq_rc, 0, "%s", t_ename(h.acq_rc));
+	cr_assert(h.got);
+	cr_assert_eq(t_held_n(other, "r", 1), 1, "not one entry held");
+	cr_assert_eq(t_holder_release(&h), 0, "no release");
+	cr_assert_eq(h.rel_rc, 0, "%s", t_ename(h.rel_rc));
+	t_holder_join(&h);
 	wlk_manager_close(m);
 	proxy_stop(&p);
 }
