@@ -26,10 +26,10 @@
 #define PHASE_STRIDE 4
 
 /* The bench's own watch of every deletion under the engine's keys
- * ("wlk1/", base64; its range end "wlk10"), on a thread: when the first
+ * ("wlk2/", base64; its range end "wlk20"), on a thread: when the first
  * deletion after arming arrived. */
-#define WATCH_BODY "{\"create_request\":{\"key\":\"d2xrMS8=\"," \
-		   "\"range_end\":\"d2xrMTA=\",\"filters\":[\"NOPUT\"]}}"
+#define WATCH_BODY "{\"create_request\":{\"key\":\"d2xrMi8=\"," \
+		   "\"range_end\":\"d2xrMjA=\",\"filters\":[\"NOPUT\"]}}"
 static volatile uint64_t deletion_ns;
 static volatile int deletion_armed;
 
@@ -100,9 +100,9 @@ static int bare_expiry(const char *base, int ttl_s, int n, uint64_t *ns)
 		    field(r.buf, "ID", lease, sizeof(lease)))
 			break;
 		t_g = now_ns(); /* the lease's expiry is at most TTL after */
-		/* key "wlk1/bench-expiry" */
+		/* key "wlk2/bench-expiry" */
 		snprintf(body, sizeof(body),
-			 "{\"key\":\"d2xrMS9iZW5jaC1leHBpcnk=\","
+			 "{\"key\":\"d2xrMi9iZW5jaC1leHBpcnk=\","
 			 "\"value\":\"\",\"lease\":\"%s\"}", lease);
 		__atomic_store_n(&deletion_armed, 1, __ATOMIC_RELEASE);
 		if (post(h, base, "/v3/kv/put", body, &r))

@@ -359,8 +359,11 @@
  *    max_name_len: -EBUSY while a manager has it open, -ENOENT if none.
  *  - The cluster is the security boundary: without etcd's TLS and RBAC
  *    (not supported here) anyone who reaches it can read and change every
- *    bucket. Names are hex-encoded into keys, so no name reaches outside
- *    its bucket's keys.
+ *    bucket. Keys are "wlk2/<origin>.<bucket>.<partition>/<name>/..."
+ *    with every byte of the four but letters, digits and "-_~:" escaped
+ *    as "%XX" (so etcdctl get --prefix wlk2/ shows them readably), and
+ *    no name reaches outside its bucket's keys. Processes of a release
+ *    with another layout ("wlk1/": hex) never share a bucket with these.
  *  - A process costs the cluster one lease, and keeps one thread and one
  *    watch connection per bucket in use; a manager costs a few HTTP
  *    connections. An uncontended acquire and release are two round trips

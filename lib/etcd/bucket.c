@@ -9,7 +9,7 @@
  * wlk_bucket_remove(), which deletes the marker unless a manager is
  * present. Both keys lie outside
  * the bucket's range of entries: the prefix ends in '/', they in '#' and
- * '!', which no name's hex has.
+ * '!', which no escaped identifier has (codec.c, ESCAPES).
  *
  * And the process's managers, so that a steal marks the locks it took
  * from managers of this very process stolen before it returns, as the

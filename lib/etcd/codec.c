@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * codec.c - the etcd engine's encodings: base64 (the gateway's bytes),
- * hex (names and identifiers inside keys, so that no byte of them can
- * reach outside its prefix), the keys of a bucket and of a name, and the
+ * escapes (names and identifiers inside keys, so that no byte of them
+ * can reach outside its prefix), the keys of a bucket and of a name, and the
  * proto3-JSON forms of int64 (a string) that replies carry.
  */
 #include <errno.h>
@@ -15,7 +15,7 @@
 
 /* The layout's version, first in every key: a later layout gets a new
  * one, so two layouts never read each other's keys. */
-#define KEY_ROOT "wlk1/"
+#define KEY_ROOT "wlk2/"
 /* Longest decimal int64 with sign. */
 #define INT64_DIGITS 20
 
@@ -93,57 +93,101 @@ int wlk__etcd_unb64(const char *s, char **out, size_t *n)
 	return 0;
 }
 
-static void hex_into(char *o, const void *p, size_t n)
+/*
+ * ESCAPES. A name or an identifier goes into a key as its bytes, but for
+ * those outside ESC_SAFE (letters, digits and "-_~:"), each of which is
+ * '%' and two upper-case hex digits: '/' and '.', which end the parts of
+ * a key, and '%' among them, so that no name can reach outside its
+ * prefix. The escape is canonical (a safe byte is never escaped, a digit
+ * never lower-case), so one name has one key, and a key read back that
+ * is not so is not ours. Keys stay readable (etcdctl get --prefix), and
+ * shorter than hex: a call's JSON is most of its cost.
+ */
+static bool esc_safe(unsigned char c)
 {
-	static const char digits[] = "0123456789abcdef";
-	const unsigned char *s = p;
-
-	for (size_t i = 0; i < n; i++) {
-		o[2 * i] = digits[s[i] >> 4];
-		o[2 * i + 1] = digits[s[i] & 15];
-	}
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '~' ||
+	       c == ':';
 }
 
-char *wlk__etcd_hex(const void *p, size_t n, size_t *len)
+static size_t esc_len(const void *p, size_t n)
 {
-	char *o = malloc(2 * n + 1);
+	const unsigned char *s = p;
+	size_t len = n;
 
-	if (!o)
-		return NULL;
-	hex_into(o, p, n);
-	o[2 * n] = '\0';
-	if (len)
-		*len = 2 * n;
-	return o;
+	for (size_t i = 0; i < n; i++)
+		len += esc_safe(s[i]) ? 0 : 2;
+	return len;
+}
+
+/* @p escaped into @o (esc_len() bytes); their count. */
+static size_t esc_into(char *o, const void *p, size_t n)
+{
+	static const char digits[] = "0123456789ABCDEF";
+	const unsigned char *s = p;
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (esc_safe(s[i])) {
+			o[k++] = (char)s[i];
+			continue;
+		}
+		o[k++] = '%';
+		o[k++] = digits[s[i] >> 4];
+		o[k++] = digits[s[i] & 15];
+	}
+	return k;
 }
 
 static int hex_val(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
 	return -1;
 }
 
-/* @n hex digits of @s into @out (n / 2 bytes). 0, or -EPROTO. */
-int wlk__etcd_unhex(const char *s, size_t n, char *out)
+/*
+ * wlk__etcd_unesc() - the @n bytes of escaped text @s (ESCAPES above),
+ * decoded into @out (if not NULL: room for @n bytes), their count into
+ * *@len. Return: 0, or -EPROTO if @s is not the canonical escape of
+ * anything.
+ */
+int wlk__etcd_unesc(const char *s, size_t n, char *out, size_t *len)
 {
-	if (n % 2)
-		return -EPROTO;
-	for (size_t i = 0; i < n; i += 2) {
-		int hi = hex_val(s[i]), lo = hex_val(s[i + 1]);
+	size_t k = 0;
 
-		if (hi < 0 || lo < 0)
+	for (size_t i = 0; i < n; k++) {
+		unsigned char c = (unsigned char)s[i];
+		int hi, lo;
+
+		if (c != '%') {
+			if (!esc_safe(c))
+				return -EPROTO;
+			if (out)
+				out[k] = (char)c;
+			i++;
+			continue;
+		}
+		if (n - i < 3)
 			return -EPROTO;
-		out[i / 2] = (char)(hi << 4 | lo);
+		hi = hex_val(s[i + 1]);
+		lo = hex_val(s[i + 2]);
+		if (hi < 0 || lo < 0 || esc_safe((unsigned char)(hi << 4 | lo)))
+			return -EPROTO;
+		if (out)
+			out[k] = (char)(hi << 4 | lo);
+		i += 3;
 	}
+	*len = k;
 	return 0;
 }
 
 /*
  * wlk__etcd_bucket_prefix() - the prefix of every key of (origin, bucket,
- * partition): KEY_ROOT, the three in hex separated by '.', and '/'.
+ * partition): KEY_ROOT, the three escaped (ESCAPES) and separated by
+ * '.', and '/'.
  * Return: 0, WLK_EINVAL/WLK_ENAMETOOLONG/WLK_ESECURITY as
  * wlk_manager_open() checks them, -ENOMEM.
  */
@@ -167,7 +211,7 @@ int wlk__etcd_bucket_prefix(const char *origin,
 		rc = wlk__check_ident(part[i], max[i]);
 		if (rc)
 			return rc;
-		n += 2 * strlen(part[i]) + 1;
+		n += esc_len(part[i], strlen(part[i])) + 1;
 	}
 	p = malloc(n + 1);
 	if (!p)
@@ -175,10 +219,7 @@ int wlk__etcd_bucket_prefix(const char *origin,
 	k = strlen(KEY_ROOT);
 	memcpy(p, KEY_ROOT, k);
 	for (int i = 0; i < 3; i++) {
-		size_t l = strlen(part[i]);
-
-		hex_into(p + k, part[i], l);
-		k += 2 * l;
+		k += esc_into(p + k, part[i], strlen(part[i]));
 		p[k++] = i < 2 ? '.' : '/';
 	}
 	p[k] = '\0';
@@ -187,17 +228,17 @@ int wlk__etcd_bucket_prefix(const char *origin,
 	return 0;
 }
 
-/* The prefix of @name's entries: the bucket's, the name in hex, '/'. */
+/* The prefix of @name's entries: the bucket's, the name escaped, '/'. */
 char *wlk__etcd_name_prefix(const char *prefix, size_t prefix_len,
 			    const char *name, size_t name_len, size_t *len)
 {
-	size_t n = prefix_len + 2 * name_len + 1;
+	size_t n = prefix_len + esc_len(name, name_len) + 1;
 	char *p = malloc(n + 1);
 
 	if (!p)
 		return NULL;
 	memcpy(p, prefix, prefix_len);
-	hex_into(p + prefix_len, name, name_len);
+	(void)esc_into(p + prefix_len, name, name_len);
 	p[n - 1] = '/';
 	p[n] = '\0';
 	*len = n;

@@ -8,14 +8,15 @@
  *
  *  - A request is one key, attached to its process's lease (one per
  *    process and cluster, shared by its managers: registry.c):
- *        wlk1/<hex origin>.<hex bucket>.<hex partition>/<hex name>/<c><m>-<lease>-<seq>
+ *        wlk2/<origin>.<bucket>.<partition>/<name>/<c><m>-<lease>-<seq>
  *    where c is '0' for a steal and '1' otherwise, m is 'x' or 's', lease
  *    and seq 16 hex digits each; seq's first 8 are the manager's number in
  *    its process, so that lease and number name the manager (its client,
  *    deadlock.c), its last 8 a serial the manager reuses (acquire.c,
  *    SERIALS): a name's keys do not pile up as tombstones in etcd's
  *    index, which every range of the name would walk. Names and
- *    identifiers are hex-encoded, so no byte of them can reach outside
+ *    identifiers are escaped (codec.c, ESCAPES: any byte but letters,
+ *    digits and "-_~:" as "%XX"), so no byte of them can reach outside
  *    its bucket's or name's prefix. The value is "<m> <pid> <clientId>".
  *  - The entries of a name, ordered by (c, create_revision), are one list:
  *    an entry is held iff it is exclusive and first, or shared and no
@@ -87,7 +88,7 @@ struct wlk__etcd_conn {
 struct wlk__etcd_entry {
 	char *key;       /* the key's bytes, NUL-terminated */
 	size_t key_len;
-	size_t name_len; /* the hex name: key[prefix_len, +name_len) */
+	size_t name_len; /* the escaped name: key[prefix_len, +name_len) */
 	int cls;         /* 0: steal, 1: otherwise */
 	enum wlk_mode mode;
 	int64_t create_rev;
@@ -242,8 +243,8 @@ void wlk__etcd_post_setup(void *h, const char *url, const char *body,
 /* codec.c */
 char *wlk__etcd_b64(const void *p, size_t n) WLK_INTERNAL;
 int wlk__etcd_unb64(const char *s, char **out, size_t *n) WLK_INTERNAL;
-char *wlk__etcd_hex(const void *p, size_t n, size_t *len) WLK_INTERNAL;
-int wlk__etcd_unhex(const char *s, size_t n, char *out) WLK_INTERNAL;
+int wlk__etcd_unesc(const char *s, size_t n, char *out,
+		    size_t *len) WLK_INTERNAL;
 int wlk__etcd_bucket_prefix(const char *origin,
 			    const struct wlk_manager_options *o, char **out,
 			    size_t *len) WLK_INTERNAL;

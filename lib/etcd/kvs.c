@@ -33,6 +33,7 @@ static int parse_key(struct wlk__etcd_entry *e, const char *prefix,
 		     size_t prefix_len)
 {
 	const char *k = e->key, *slash, *t;
+	size_t plain;
 
 	if (e->key_len <= prefix_len || memcmp(k, prefix, prefix_len) != 0)
 		return -EPROTO;
@@ -41,7 +42,7 @@ static int parse_key(struct wlk__etcd_entry *e, const char *prefix,
 		return -EPROTO;
 	e->name_len = (size_t)(slash - k) - prefix_len;
 	t = slash + 1;
-	if (e->name_len % 2 || !hex_digits(k + prefix_len, e->name_len) ||
+	if (wlk__etcd_unesc(k + prefix_len, e->name_len, NULL, &plain) ||
 	    (size_t)(k + e->key_len - t) != TAIL_LEN)
 		return -EPROTO;
 	if ((t[0] != '0' && t[0] != '1') || (t[1] != 'x' && t[1] != 's') ||

@@ -32,8 +32,8 @@ static int build(const struct wlk__etcd_kvs *k, struct snap *s)
 	char *t;
 
 	for (size_t i = 0; i < k->n; i++) {
-		bytes += k->e[i].name_len / 2 + 1 + strlen(k->e[i].client_id) +
-			 1;
+		/* An escaped name is no shorter than its bytes. */
+		bytes += k->e[i].name_len + 1 + strlen(k->e[i].client_id) + 1;
 		nh += k->e[i].held;
 	}
 	/* At least one of each: malloc(0) may be NULL. */
@@ -50,10 +50,10 @@ static int build(const struct wlk__etcd_kvs *k, struct snap *s)
 				: &s->base.pending[s->base.n_pending++];
 		size_t cl = strlen(e->client_id) + 1;
 
-		/* parse_key() checked the digits. */
-		(void)wlk__etcd_unhex(e->key + k->prefix_len, e->name_len, t);
+		/* parse_key() checked the escapes. */
+		(void)wlk__etcd_unesc(e->key + k->prefix_len, e->name_len, t,
+				      &li->name_len);
 		li->name = t;
-		li->name_len = e->name_len / 2;
 		t[li->name_len] = '\0';
 		t += li->name_len + 1;
 		memcpy(t, e->client_id, cl);

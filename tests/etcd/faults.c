@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "../common.h"
+#include "proxy.h"
 
 /* Processes queued in the leader test. */
 #define WAITERS 4
@@ -324,4 +325,37 @@ Test(faults, a_reply_that_is_not_etcds_is_an_error, T_FIX, .timeout = 30)
 
 		cr_assert_eq(rc, -EPROTO, "reply %zu: got %s", i, t_ename(rc));
 	}
+}
+
+/* Keys under the bucket that the engine never makes, their names
+ * escaped otherwise than codec.c escapes them (a safe byte as "%41", a
+ * lower-case digit, a bare '.', a cut escape): not anybody's name. The
+ * bucket's reads refuse them (-EPROTO), and the name they would spell
+ * is free. */
+Test(faults, a_key_escaped_otherwise_is_nobodys_name, T_FIX, .timeout = 30)
+{
+	static const char *const raw[] = { "%41", "%2f", "a.b", "%4" };
+	struct wlk_options ia = { .size = sizeof(ia), .if_available = true };
+	struct wlk_manager *m = t_open();
+	struct wlk_snapshot *s = NULL;
+	struct wlk_lock *l = NULL;
+	char key[700];
+
+	for (size_t i = 0; i < sizeof(raw) / sizeof(raw[0]); i++) {
+		size_t n;
+
+		/* The bucket's prefix (the empty name's, less its '/'). */
+		t_etcd_name_prefix(key, sizeof(key), "");
+		n = strlen(key) - 1;
+		snprintf(key + n, sizeof(key) - n,
+			 "%s/1x-0000000000000000-0000000000000001", raw[i]);
+		t_etcd_post("/v3/kv/put", key, "value", "x 1 c");
+		cr_assert_eq(wlk_query(m, &s), -EPROTO, "%s: a name", raw[i]);
+		T_ASSERT_RC(wlk_acquire(m, "A", 1, &ia, &l), 0);
+		cr_assert_not_null(l, "%s: A is taken", raw[i]);
+		T_ASSERT_RC(wlk_release(l), 0);
+		t_etcd_post("/v3/kv/deleterange", key, NULL, NULL);
+	}
+	T_ASSERT_RC(wlk_query(m, &s), 0);
+	wlk_snapshot_free(s);
 }

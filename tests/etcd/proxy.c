@@ -5,6 +5,7 @@
  * looking at what a request asks for (its request line, its put's lease).
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -208,4 +209,82 @@ struct wlk_manager *proxy_open(struct proxy *p, bool detect_deadlocks)
 
 	T_ASSERT_RC(wlk_manager_open(t_origin, &o, &m), 0);
 	return m;
+}
+
+/* @s escaped into @o (@cap bytes), as codec.c escapes an identifier or
+ * a name: letters, digits and "-_~:" as they are, any other byte as '%'
+ * and two upper-case hex digits. */
+static size_t esc(char *o, size_t cap, const char *s)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		cr_assert_lt(k + 4, cap, "key too long");
+		if (isalnum(c) || strchr("-_~:", c))
+			o[k++] = (char)c;
+		else
+			k += (size_t)snprintf(o + k, cap - k, "%%%02X", c);
+	}
+	o[k] = '\0';
+	return k;
+}
+
+char *t_etcd_name_prefix(char *out, size_t cap, const char *name)
+{
+	size_t k = (size_t)snprintf(out, cap, "wlk2/");
+
+	k += esc(out + k, cap - k, t_origin);
+	k += (size_t)snprintf(out + k, cap - k, ".");
+	k += esc(out + k, cap - k, "default");
+	k += (size_t)snprintf(out + k, cap - k, "./");
+	k += esc(out + k, cap - k, name);
+	cr_assert_lt(k + 1, cap, "key too long");
+	out[k++] = '/';
+	out[k] = '\0';
+	return out;
+}
+
+static void b64(char *o, size_t cap, const char *s)
+{
+	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				"abcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = strlen(s), k = 0;
+
+	cr_assert_lt((n + 2) / 3 * 4, cap, "too long for base64");
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned int v = (unsigned char)s[i] << 16;
+
+		if (i + 1 < n)
+			v |= (unsigned char)s[i + 1] << 8;
+		if (i + 2 < n)
+			v |= (unsigned char)s[i + 2];
+		o[k++] = a[v >> 18 & 63];
+		o[k++] = a[v >> 12 & 63];
+		o[k++] = i + 1 < n ? a[v >> 6 & 63] : '=';
+		o[k++] = i + 2 < n ? a[v & 63] : '=';
+	}
+	o[k] = '\0';
+}
+
+void t_etcd_post(const char *path, const char *key, const char *field,
+		 const char *arg)
+{
+	const char *b = getenv("WEBLOCKS_BACKEND");
+	char k64[1024], a64[1024] = "", cmd[3072];
+
+	cr_assert(b && !strncmp(b, "etcd://", 7), "no cluster");
+	b += strlen("etcd://");
+	b64(k64, sizeof(k64), key);
+	if (field)
+		b64(a64, sizeof(a64), arg);
+	/* Base64 and these names hold no quote: safe in the shell's ''. */
+	snprintf(cmd, sizeof(cmd),
+		 "curl -sf -m 5 -o /dev/null http://%.*s%s -d "
+		 "'{\"key\":\"%s\"%s%s%s%s%s}'",
+		 (int)strcspn(b, ","), b, path, k64, field ? ",\"" : "",
+		 field ? field : "", field ? "\":\"" : "", a64,
+		 field ? "\"" : "");
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
 }

@@ -3,7 +3,8 @@
  * proxy.h - a proxy in a test that stands for the cluster's first member
  * (tests/etcd/proxy.c): it forwards bytes both ways, and on request
  * drops a delete's or a Txn's reply, mutes watch streams, or holds a Txn
- * back; it notes the lease and the key of the puts it passes on.
+ * back; it notes the lease and the key of the puts it passes on. And
+ * the tests' own calls to the cluster, past any proxy.
  */
 #ifndef WLK_TESTS_ETCD_PROXY_H
 #define WLK_TESTS_ETCD_PROXY_H
@@ -40,5 +41,15 @@ void proxy_stop(struct proxy *p);
 /* A manager through the proxy, with @detect_deadlocks; closed by the
  * test (before the proxy stops), not by the fixture. */
 struct wlk_manager *proxy_open(struct proxy *p, bool detect_deadlocks);
+
+/* The prefix of the keys of @name in t_origin's default bucket, as
+ * lib/etcd/codec.c makes it (etcd.h, the mapping), into @out (@cap
+ * bytes, NUL-terminated); @out. */
+char *t_etcd_name_prefix(char *out, size_t cap, const char *name);
+/* POST {"key": @key, "<field>": @arg} to @path on the cluster's first
+ * member (not a proxy), @key and @arg in base64 (@field NULL: the key
+ * only), and assert that the call succeeded. */
+void t_etcd_post(const char *path, const char *key, const char *field,
+		 const char *arg);
 
 #endif /* WLK_TESTS_ETCD_PROXY_H */

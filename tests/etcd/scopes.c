@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "../scope_common.h"
-
+#include "proxy.h"
 
 /* Child: hold {a, b}, wait for {c, d} (the test holds "d"), say 'h'; be
  * stopped; on 'c', see both lost, and take another scope. */
@@ -82,33 +82,15 @@ Test(etcd_scopes, an_expired_lease_takes_held_and_queued_scopes_whole,
 	t_assert_valid(m, NULL);
 }
 
-/* @s in hex into @o (NUL-terminated). */
-static char *hex(char *o, const char *s)
-{
-	for (size_t i = 0; s[i]; i++)
-		sprintf(o + 2 * i, "%02x", (unsigned char)s[i]);
-	o[2 * strlen(s)] = '\0';
-	return o;
-}
-
-/* Delete the keys of t_origin's default bucket under @name on the
- * cluster's first member (the key layout of lib/etcd/etcd.h). */
+/* Delete the keys of t_origin's default bucket under @name. */
 static void delete_name(const char *name)
 {
-	const char *b = getenv("WEBLOCKS_BACKEND") + strlen("etcd://");
-	char o[512], d[32], nm[32], key[700], cmd[2048];
+	char key[700], end[700];
 
+	t_etcd_name_prefix(key, sizeof(key), name);
 	/* The name's prefix ends in '/': its range ends at '0'. */
-	snprintf(key, sizeof(key), "wlk1/%s.%s./%s/", hex(o, t_origin),
-		 hex(d, "default"), hex(nm, name));
-	snprintf(cmd, sizeof(cmd),
-		 "k=$(printf %%s '%s' | base64 -w0); "
-		 "e=$(printf %%s '%.*s0' | base64 -w0); "
-		 "curl -sf -m 5 -o /dev/null http://%.*s/v3/kv/deleterange "
-		 "-d \"{\\\"key\\\":\\\"$k\\\",\\\"range_end\\\":"
-		 "\\\"$e\\\"}\"",
-		 key, (int)strlen(key) - 1, key, (int)strcspn(b, ","), b);
-	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(end, sizeof(end), "%.*s0", (int)strlen(key) - 1, key);
+	t_etcd_post("/v3/kv/deleterange", key, "range_end", end);
 }
 
 static void count_violation(const char *what, void *arg)

@@ -27,6 +27,14 @@ static const struct bname names[] = {
 	{ "e\xcc\x81", 3 },	/* e + U+0301 combining acute */
 	{ "a ", 2 },
 	{ "ab", 2 },
+	/* What etcd keys escape, and escapes themselves (lib/etcd/codec.c). */
+	{ "%41", 3 },
+	{ "/", 1 },
+	{ "%2F", 3 },
+	{ ".", 1 },
+	{ "a/b", 3 },
+	{ "_~:-", 4 },
+	{ "%", 1 },
 };
 
 #define NNAMES (sizeof(names) / sizeof(names[0]))
