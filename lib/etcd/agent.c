@@ -27,6 +27,7 @@
 #define POLL_MS 200
 /* A watch that could not be set up is tried again after this long. */
 #define RETRY_MS 100
+#define RETRY_NS (RETRY_MS * UINT64_C(1000000))
 /* The thread's name (/proc/PID/task/TID/comm, weblocks.h: ETCD ENGINE);
  * 15 bytes at most. */
 #define THREAD_NAME "wlk-etcd"
@@ -181,7 +182,7 @@ static void tend_watches(struct wlk__etcd_agent *a, CURLM *multi)
 		if (w->h || now < w->retry_at)
 			continue;
 		if (wlk__etcd_watch_begin(multi, w))
-			w->retry_at = now + RETRY_MS * 1000000u;
+			w->retry_at = now + RETRY_NS;
 		else if (w->restarted)
 			wlk__etcd_watch_resync(w);
 	}
@@ -208,7 +209,7 @@ static void reap_watches(struct wlk__etcd_agent *a, CURLM *multi)
 				    (w->member + 1) % a->conn.n_url);
 			wlk__etcd_watch_end(multi, w);
 			w->restarted = true;
-			w->retry_at = wlk__now_ns() + RETRY_MS * 1000000u;
+			w->retry_at = wlk__now_ns() + RETRY_NS;
 			break;
 		}
 	}

@@ -126,14 +126,13 @@ void wlk__etcd_async_drain(struct wlk_manager *pub)
 	struct wlk__etcd_actx *a = m->actx;
 	struct epoll_event ev[ETCD_EVENTS_BATCH];
 	uint64_t v;
-	int n;
 
 	(void)!read(m->efd, &v, sizeof(v));
 	if (a->timer_armed)
 		(void)!read(a->tfd, &v, sizeof(v));
 	/* The signals' edges, so that the set is not readable for them
 	 * again until the next one. */
-	while ((n = epoll_wait(a->epfd, ev, ETCD_EVENTS_BATCH, 0)) ==
+	while (epoll_wait(a->epfd, ev, ETCD_EVENTS_BATCH, 0) ==
 	       ETCD_EVENTS_BATCH)
 		;
 	/* One read for all the requests this dispatch settles (not for a

@@ -118,7 +118,8 @@ static int marker_value(struct json_object *rep, uint32_t *out)
 	    wlk__etcd_unb64(json_object_get_string(v), &s, &n))
 		return -EPROTO;
 	x = strtoul(s, &end, 10);
-	if (n && n <= MARKER_DIGITS && !*end && x && x <= WLK_LIMIT_MAX_NAME_LEN) {
+	if (n && n <= MARKER_DIGITS && !*end && x &&
+	    x <= WLK_LIMIT_MAX_NAME_LEN) {
 		*out = (uint32_t)x;
 		rc = 0;
 	}

@@ -2,8 +2,8 @@
 /*
  * codec.c - the etcd engine's encodings: base64 (the gateway's bytes),
  * escapes (names and identifiers inside keys, so that no byte of them
- * can reach outside its prefix), the keys of a bucket and of a name, and the
- * proto3-JSON forms of int64 (a string) that replies carry.
+ * can reach outside its prefix), the keys of a bucket and of a name, and
+ * the proto3-JSON forms of int64 (a string) that replies carry.
  */
 #include <errno.h>
 #include <limits.h>
@@ -38,9 +38,14 @@ char *wlk__etcd_b64(const void *p, size_t n)
 			v |= s[i + 2];
 		*o++ = b64[v >> 18 & 63];
 		*o++ = b64[v >> 12 & 63];
-		*o++ = i + 1 < n ? b64[v >> 6 & 63] : '=';
-		*o++ = i + 2 < n ? b64[v & 63] : '=';
+		*o++ = b64[v >> 6 & 63];
+		*o++ = b64[v & 63];
 	}
+	/* The last group's missing bytes are padding. */
+	if (n % 3)
+		o[-1] = '=';
+	if (n % 3 == 1)
+		o[-2] = '=';
 	*o = '\0';
 	return out;
 }
@@ -95,10 +100,10 @@ int wlk__etcd_unb64(const char *s, char **out, size_t *n)
 
 /*
  * ESCAPES. A name or an identifier goes into a key as its bytes, but for
- * those outside ESC_SAFE (letters, digits and "-_~:"), each of which is
- * '%' and two upper-case hex digits: '/' and '.', which end the parts of
- * a key, and '%' among them, so that no name can reach outside its
- * prefix. The escape is canonical (a safe byte is never escaped, a digit
+ * those esc_safe() refuses (all but letters, digits and "-_~:"), each of
+ * which is '%' and two upper-case hex digits: '/' and '.', which end the
+ * parts of a key, and '%' among them, so that no name can reach outside
+ * its prefix. The escape is canonical (a safe byte is never escaped, a digit
  * never lower-case), so one name has one key, and a key read back that
  * is not so is not ours. Keys stay readable (etcdctl get --prefix), and
  * shorter than hex: a call's JSON is most of its cost.

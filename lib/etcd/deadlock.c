@@ -8,12 +8,13 @@
  * The graph is the shared-memory engine's (spec/deadlock.c), read from
  * one read of the bucket: a manager is its client digits, its lease (its
  * process's, shared by the process's managers of the cluster) and its
- * number in the process (every key of a manager carries both: etcd.h); a pending entry waits for the other managers with
- * an entry before it on its name in a conflicting mode (held, or queued
- * ahead: a held entry after a pending one is shared behind a shared one,
- * no conflict). A new request comes after every entry of its names, so it
- * would wait for every other manager with a conflicting entry there, and
- * closes a cycle if its own manager is reachable from those.
+ * number in the process (every key of a manager carries both: etcd.h);
+ * a pending entry waits for the other managers with an entry before it
+ * on its name in a conflicting mode (held, or queued ahead: a held entry
+ * after a pending one is shared behind a shared one, no conflict). A new
+ * request comes after every entry of its names, so it would wait for
+ * every other manager with a conflicting entry there, and closes a cycle
+ * if its own manager is reachable from those.
  *
  * The check and the put must be one step, as under the segment mutex:
  * two managers that each read the bucket before the other's put could
@@ -78,7 +79,7 @@ static int closes_cycle(const struct wlk__etcd_lock *l, const char *me,
 	for (size_t i = 0; i < k->n; i++) {
 		const struct wlk__etcd_entry *e = &k->e[i];
 
-		if (memcmp(client_of(e), me, CLIENT_DIGITS) &&
+		if (memcmp(client_of(e), me, CLIENT_DIGITS) != 0 &&
 		    conflict(e->mode, l->base.mode) && wlk__etcd_on_names(l, e))
 			reach(k, e, in, &grew);
 	}

@@ -170,7 +170,8 @@ static int created_at(struct wlk__etcd_manager *m, int64_t rev, int64_t *n)
 						      m->prefix_len));
 		json_object_object_add(req, "range_end",
 				       wlk__etcd_jkey(end, m->prefix_len));
-		json_object_object_add(req, "revision", wlk__etcd_jstr_int(rev));
+		json_object_object_add(req, "revision",
+				       wlk__etcd_jstr_int(rev));
 		json_object_object_add(req, "min_create_revision",
 				       wlk__etcd_jstr_int(rev));
 		json_object_object_add(req, "max_create_revision",

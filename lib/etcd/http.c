@@ -31,6 +31,7 @@
 #define ATTEMPT_MS 2000
 /* Between rounds over all members, while the cluster elects a leader. */
 #define ROUND_PAUSE_MS 100
+#define NS_PER_MS UINT64_C(1000000)
 /* gRPC status codes the gateway reports (google.golang.org/grpc/codes). */
 #define GRPC_INVALID_ARGUMENT 3
 #define GRPC_DEADLINE_EXCEEDED 4
@@ -374,8 +375,8 @@ int wlk__etcd_call(struct wlk__etcd_conn *c, const char *path,
 				rc = 0;
 			}
 		}
-		if (a == NEXT && wlk__now_ns() + ROUND_PAUSE_MS * 1000000u <
-					 deadline) {
+		if (a == NEXT &&
+		    wlk__now_ns() + ROUND_PAUSE_MS * NS_PER_MS < deadline) {
 			struct timespec ts = { 0, ROUND_PAUSE_MS * 1000000L };
 
 			nanosleep(&ts, NULL);

@@ -10,8 +10,9 @@
  * that stands for its first member: it forwards bytes both ways, except
  * that, once armed, it forwards the next /v3/kv/deleterange (or
  * /v3/kv/txn) request, waits for the start of the reply (the call has
- * applied) and closes both sides instead of passing it on. It can also mute the manager's
- * watch stream, so that a steal is not seen before the release.
+ * applied) and closes both sides instead of passing it on. It can also
+ * mute the manager's watch stream, so that a steal is not seen before
+ * the release.
  *
  *  - A lock released so: 0, not WLK_ESTOLEN, and the name is free.
  *  - A lock stolen by another process, then released so: WLK_ESTOLEN.
