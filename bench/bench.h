@@ -127,6 +127,11 @@ void emit_anchor(const char *key, const char *label, const char *unit,
 		 const struct summary *s);
 void emit_target(const char *key, const char *target, bool met,
 		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* emit_target() for ratio @x against @bound: met if @x <= @bound, or
+ * @x >= @bound with @at_least; the verdict's ratio has three decimals
+ * where two would round it onto @bound. */
+void emit_ratio_target(const char *key, const char *target, double x,
+		       double bound, bool at_least);
 void emit_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* What limits a missed target, with the measurement that shows it. */
 void emit_limit(const char *key, const char *fmt, ...)

@@ -359,8 +359,11 @@ int main(int argc, char **argv)
 	       "unlock, same gateway", nat, runs);
 	lock = (double)nat[runs / 2] / 1e6;
 	if (rec)
+		/* Three decimals where two would show the bound. */
 		fprintf(rec, "tgt\tp6.pair\t<= 1.2x etcd's lock service\t%s\t"
-			"%.2fx\n", pair <= 1.2 * lock ? "met" : "MISSED",
+			"%.*fx\n", pair <= 1.2 * lock ? "met" : "MISSED",
+			pair / lock - 1.2 > -0.005 && pair / lock - 1.2 < 0.005
+				? 3 : 2,
 			pair / lock);
 
 	for (int i = 0; i < runs / 4; i++) {

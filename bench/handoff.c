@@ -219,7 +219,7 @@ static void async_figure(bool one_cpu, const struct summary *a,
 		 "us", a);
 	emit_anchor(key, methods[1].label, "us", futex);
 	emit_anchor(key, methods[M_EFD].label, "us", efd);
-	emit_target(key, "<= 1.25x raw futex handoff", x <= 1.25, "%.2fx", x);
+	emit_ratio_target(key, "<= 1.25x raw futex handoff", x, 1.25, false);
 	if (x > 1.25)
 		emit_limit(key, "%.2f us vs %.2f us for the raw futex: the "
 			   "releaser rings the manager's doorbell (a write "
@@ -272,7 +272,7 @@ static void pinning(bool one_cpu, int reps, int n)
 	for (size_t i = 1; i < M_EFD; i++)
 		emit_anchor(key, methods[i].label, "us", &s[i]);
 	x = s[0].median / s[1].median;
-	emit_target(key, "<= 1.25x raw futex handoff", x <= 1.25, "%.2fx", x);
+	emit_ratio_target(key, "<= 1.25x raw futex handoff", x, 1.25, false);
 	async_figure(one_cpu, &s[M_ASYNC], &s[1], &s[M_EFD]);
 	if (sys_uncounted)
 		emit_note("%s: system calls not counted (no "

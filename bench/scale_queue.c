@@ -204,8 +204,8 @@ static void report(struct fig *f, struct fig *raw)
 		emit_anchor(key, "the same with 1 waiter (same run)", "us",
 			    &one);
 		x = s.median / one.median;
-		emit_target(key, "<= 1.2x the 1-waiter handoff", x <= 1.2,
-			    "%.2fx", x);
+		emit_ratio_target(key, "<= 1.2x the 1-waiter handoff", x, 1.2,
+				  false);
 		if (raw[0].n && raw[last].n) {
 			struct summary r1 = fig_sum(&raw[0]);
 			struct summary rn = fig_sum(&raw[last]);

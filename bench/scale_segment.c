@@ -190,8 +190,8 @@ static void report(void)
 	emit_anchor("p5.query.cap", "the same in a default bucket (1024 "
 		    "names)", "us", &s);
 	x = big.median / s.median;
-	emit_target("p5.query.cap", "<= 2x the default bucket's", x <= 2.0,
-		    "%.2fx", x);
+	emit_ratio_target("p5.query.cap", "<= 2x the default bucket's", x, 2.0,
+			  false);
 }
 
 int main(int argc, char **argv)

@@ -350,16 +350,17 @@ static void report(size_t npoints)
 				 "run)", n);
 			emit_anchor(what[w].key, label, "us", &a);
 			x = s.median / a.median;
-			emit_target(what[w].key, "<= 1.5x one FUTEX_WAKE of "
-				    "as many threads", x <= 1.5, "%.2fx", x);
+			emit_ratio_target(what[w].key, "<= 1.5x one FUTEX_WAKE "
+					  "of as many threads", x, 1.5, false);
 		}
 		a = fig_sum(&pt[0].f[w]);
 		emit_anchor(what[w].key, "the same with 1 waiter (same run)",
 			    what[w].unit, &a);
 		if (w == REL) {
 			x = s.median / a.median;
-			emit_target(what[w].key, "<= 20x the 1-waiter release",
-				    x <= 20.0, "%.2fx", x);
+			emit_ratio_target(what[w].key,
+					  "<= 20x the 1-waiter release", x,
+					  20.0, false);
 		}
 	}
 }

@@ -281,7 +281,7 @@ static void report(void)
 	emit_config(ONE);
 	emit_config(SAME);
 	x = ratio(SAME, 0, 1);
-	emit_target("p4.same", ">= 1.5x flock", x >= 1.5, "%.2fx", x);
+	emit_ratio_target("p4.same", ">= 1.5x flock", x, 1.5, true);
 	for (size_t m = 0; m < NMETHODS; m++) {
 		s[m] = fig_sum(&res[SAME][m].share);
 		if (m == 0)
@@ -309,8 +309,7 @@ static void report(void)
 		else
 			emit_anchor("p4.scale", methods[m].label, "x", &s[m]);
 	}
-	emit_target("p4.scale", ">= 1.8x", s[0].median >= 1.8, "%.2fx",
-		    s[0].median);
+	emit_ratio_target("p4.scale", ">= 1.8x", s[0].median, 1.8, true);
 	emit_config(SAME_UNPINNED);
 	limits();
 	for (int c = 0; c < NCONFIGS; c++)

@@ -278,8 +278,8 @@ static void targets(void)
 		struct summary w = fig_sum(&rows[i].f);
 		double x = w.median / mu.median;
 
-		emit_target(rows[i].fig, "<= 2.5x robust mutex pair",
-			    x <= PAIR_TARGET, "%.2fx", x);
+		emit_ratio_target(rows[i].fig, "<= 2.5x robust mutex pair", x,
+				  PAIR_TARGET, false);
 		if (x > PAIR_TARGET)
 			limit(&w, &mu, rows[i].fig);
 	}
