@@ -333,13 +333,6 @@ void emit_target(const char *key, const char *target, bool met,
 	fputc('\n', out);
 }
 
-/* Two decimals, or three where two would round @x onto @bound and so
- * hide which side of it @x is ("1.20x" for a 1.204x that misses 1.2x). */
-static int ratio_decimals(double x, double bound)
-{
-	return fabs(x - bound) < 0.005 && x != bound ? 3 : 2;
-}
-
 void emit_ratio_target(const char *key, const char *target, double x,
 		       double bound, bool at_least)
 {

@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ratio.h"
+
 #define NSEC_PER_SEC 1000000000ull
 #define NSEC_PER_USEC 1000ull
 #define MAX_PASSES 16

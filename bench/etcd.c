@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "etcd.h"
+#include "ratio.h"
 
 #define DEFAULT_RUNS 200
 #define DEFAULT_KILLS 3
@@ -359,12 +360,9 @@ int main(int argc, char **argv)
 	       "unlock, same gateway", nat, runs);
 	lock = (double)nat[runs / 2] / 1e6;
 	if (rec)
-		/* Three decimals where two would show the bound. */
 		fprintf(rec, "tgt\tp6.pair\t<= 1.2x etcd's lock service\t%s\t"
 			"%.*fx\n", pair <= 1.2 * lock ? "met" : "MISSED",
-			pair / lock - 1.2 > -0.005 && pair / lock - 1.2 < 0.005
-				? 3 : 2,
-			pair / lock);
+			ratio_decimals(pair / lock, 1.2), pair / lock);
 
 	for (int i = 0; i < runs / 4; i++) {
 		ns[i] = handoff(m, sh, false, 0);
