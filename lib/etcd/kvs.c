@@ -324,26 +324,26 @@ static int kvs_append(struct wlk__etcd_kvs *a, struct wlk__etcd_kvs *b)
 int wlk__etcd_kvs_own(struct wlk__etcd_kvs *k, const char *prefix,
 		      const char *key, size_t len, const char *value)
 {
-	struct wlk__etcd_entry e = { .key_len = len,
-				     .create_rev = k->revision };
-	struct wlk__etcd_entry *grown;
-	int rc = -ENOMEM;
+	struct wlk__etcd_entry e = { .key = strndup(key, len), .key_len = len,
+				     .create_rev = k->revision,
+				     .value = strdup(value) };
+	struct wlk__etcd_entry *grown = NULL;
+	int rc = k->revision > 0 ? 0 : -EPROTO;
 
-	e.key = malloc(len + 1);
-	e.value = strdup(value);
-	if (e.key && e.value) {
-		memcpy(e.key, key, len);
-		e.key[len] = '\0';
-		rc = k->revision > 0 ? parse_key(&e, prefix, k->prefix_len)
-				     : -EPROTO;
-	}
+	if (!rc && (!e.key || !e.value))
+		rc = -ENOMEM;
+	if (!rc)
+		rc = parse_key(&e, prefix, k->prefix_len);
 	if (!rc)
 		rc = parse_value(&e, strlen(value));
-	grown = rc ? NULL : realloc(k->e, (k->n + 1) * sizeof(*grown));
-	if (!grown) {
+	if (!rc) {
+		grown = realloc(k->e, (k->n + 1) * sizeof(*grown));
+		rc = grown ? 0 : -ENOMEM;
+	}
+	if (rc) {
 		free(e.key);
 		free(e.value);
-		return rc ? rc : -ENOMEM;
+		return rc;
 	}
 	k->e = grown;
 	k->e[k->n++] = e;
