@@ -163,12 +163,12 @@ enum wlk_slot_state {
  * or sweeps every word rather than broadcast for it. Whoever grants
  * requests of one name to two or more sleeping waiters at once changes
  * their words, then bumps the name's grants word and wakes
- * WLK_BROADCAST_FIRST of its sleepers; a waiter that wakes to a changed grants word while others
- * still sleep on it (@sleepers), and finds that value not yet in @passed,
- * wakes every other sleeper with one FUTEX_WAKE, then stores the value in
- * @passed, so that the waiters it woke make no such call of their own. A
- * grant of N costs the granter one system call waking a few, and one of
- * those one more. Each looks at its own word; those not granted sleep
+ * WLK_BROADCAST_FIRST of its sleepers; a waiter that wakes to a changed
+ * grants word while others still sleep on it (@sleepers), and finds that
+ * value not yet in @passed, wakes every other sleeper with one
+ * FUTEX_WAKE, then stores the value in @passed, so that the waiters it
+ * woke make no such call of their own. A grant of N costs the granter
+ * one system call waking a few, and one of those one more. Each looks at its own word; those not granted sleep
  * again. A passer killed before its wake leaves @passed alone, and the
  * others of the first few pass it on; should all of them die first, the
  * rest see their grants at their next recheck (WLK_SAFETY_RECHECK_NS).

@@ -77,6 +77,18 @@ enum wlk__fast wlk__lane_await(struct wlk__shm_lock *l)
 	return rc;
 }
 
+/* A lane with no slot, and one being filled (wlk__lane_fill()). */
+#define LANE_EMPTY WLK__LANE(0, WLK_LANE_EMPTY)
+#define LANE_FILL WLK__LANE(0, WLK_LANE_FILL)
+
+/* Lane @lane, READY with slot @slot, empties: the slot is not its any
+ * more. A lane found otherwise is left alone. */
+static void lane_empty(struct wlk__lane *lane, uint32_t slot)
+{
+	(void)uatomic_cmpxchg(&lane->word, WLK__LANE(slot, WLK_LANE_READY),
+			      LANE_EMPTY);
+}
+
 /*
  * wlk__lane_end() - a claim of slot @slot of @m's lane @at, FAST in gen
  * @gen while claimed, is over: the slot is RESERVED again (@kept; the
@@ -97,9 +109,7 @@ void wlk__lane_end(struct wlk__shm_manager *m, unsigned int at,
 
 	cmm_smp_mb(); /* the slot given back before the looks */
 	if (!kept)
-		(void)uatomic_cmpxchg(&lane->word,
-				      WLK__LANE(slot, WLK_LANE_READY),
-				      WLK__LANE(0, WLK_LANE_EMPTY));
+		lane_empty(lane, slot);
 	drop = uatomic_read(&m->pub.closed) == WLK__CLOSED &&
 	       wlk__lane_settle_owed(lane, slot, gen);
 	if (marked)
@@ -137,9 +147,7 @@ enum wlk__fast wlk__lane_missed(struct wlk__shm_manager *m,
 	if (l->gen != gen0)
 		wlk__lane_end(m, at, l->slot, l->gen, true, false);
 	else if (rc == WLK__FAST_LOST && slot_gone(m, l->slot))
-		(void)uatomic_cmpxchg(&m->lanes[at].word,
-				      WLK__LANE(l->slot, WLK_LANE_READY),
-				      WLK__LANE(0, WLK_LANE_EMPTY));
+		lane_empty(&m->lanes[at], l->slot);
 	/* A remembered entry that went (evicted, reused) is no sign of
 	 * contention: forget it, and look the name up next time. */
 	if (memo_hit &&
@@ -193,20 +201,17 @@ void wlk__lane_fill(struct wlk__shm_manager *m)
 	uint32_t ri;
 
 	for (unsigned int i = 0; i < WLK_LANES; i++) {
-		uint32_t w = uatomic_read(&m->lanes[i].word);
+		struct wlk__lane *at = &m->lanes[i];
+		uint32_t w = uatomic_read(&at->word);
 
 		if (WLK__LANE_KIND(w) == WLK_LANE_READY &&
 		    slot_gone(m, WLK__LANE_SLOT(w)))
-			(void)uatomic_cmpxchg(&m->lanes[i].word, w,
-					      WLK__LANE(0, WLK_LANE_EMPTY));
+			lane_empty(at, WLK__LANE_SLOT(w));
 		/* Usually all lanes are full: then this only reads. */
-		if (!lane && uatomic_read(&m->lanes[i].word) ==
-				     WLK__LANE(0, WLK_LANE_EMPTY) &&
-		    uatomic_cmpxchg(&m->lanes[i].word,
-				    WLK__LANE(0, WLK_LANE_EMPTY),
-				    WLK__LANE(0, WLK_LANE_FILL)) ==
-			    WLK__LANE(0, WLK_LANE_EMPTY))
-			lane = &m->lanes[i];
+		if (!lane && uatomic_read(&at->word) == LANE_EMPTY &&
+		    uatomic_cmpxchg(&at->word, LANE_EMPTY, LANE_FILL) ==
+			    LANE_EMPTY)
+			lane = at;
 	}
 	if (!lane)
 		return;
@@ -215,7 +220,7 @@ void wlk__lane_fill(struct wlk__shm_manager *m)
 		     ? WLK_NIL
 		     : wlk__req_alloc(b);
 	if (ri == WLK_NIL) {
-		uatomic_set(&lane->word, WLK__LANE(0, WLK_LANE_EMPTY));
+		uatomic_set(&lane->word, LANE_EMPTY);
 		return;
 	}
 	wlk__req_init(b, ri, m->client, m->client_gen, WLK_EXCLUSIVE, 0);

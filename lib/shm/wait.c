@@ -99,12 +99,12 @@ static int wait_words(struct wlk__shm_manager *m, uint32_t *word, uint32_t w,
  * Sleep on the words @v (@n of them, the name's grants word among them
  * as @g if @nm) until @until. The waiter marks itself sleeping, and
  * counts itself among the name's sleepers, then looks at its word once
- * more: the granter changes the word, then reads the mark (mutex.c). Woken by a
- * broadcast while others still sleep, it passes it on to them all unless
- * that was done already, and then says so (layout.h, GRANT BROADCAST):
- * marked after the wake, so that a passer killed before it leaves the
- * others to do it. Return: as wlk__futex_wait(), or WORD_MOVED: the word
- * changed before it slept.
+ * more: the granter changes the word, then reads the mark (mutex.c).
+ * Woken by a broadcast while others still sleep, it passes it on to them
+ * all unless that was done already, and then says so (layout.h, GRANT
+ * BROADCAST): marked after the wake, so that a passer killed before it
+ * leaves the others to do it. Return: as wlk__futex_wait(), or
+ * WORD_MOVED: the word changed before it slept.
  */
 static int sleep_on(struct wlk_seg_request *r, uint32_t w,
 		    struct wlk_seg_name *nm, uint32_t g, struct wlk__waitv *v,

@@ -68,7 +68,7 @@ uint64_t wlk__now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * WLK_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+	return wlk__ts_ns(&ts);
 }
 
 uint64_t wlk__realtime_ns(void)
@@ -76,5 +76,5 @@ uint64_t wlk__realtime_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * WLK_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+	return wlk__ts_ns(&ts);
 }

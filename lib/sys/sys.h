@@ -165,6 +165,12 @@ static inline uint64_t wlk__deadline_ns(uint64_t timeout_ns)
 	return timeout_ns > UINT64_MAX - now ? 0 : now + timeout_ns;
 }
 
+/* A clock reading in nanoseconds. */
+static inline uint64_t wlk__ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * WLK_NSEC_PER_SEC + (uint64_t)ts->tv_nsec;
+}
+
 /*
  * Timestamps kept for diagnostics only (how long a lock has been held or a
  * request has waited): the coarse clock, a few ns instead of tens in a VM,
@@ -178,7 +184,7 @@ static inline uint64_t wlk__stamp_ns(void)
 	struct timespec ts;
 
 	gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * WLK_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+	return wlk__ts_ns(&ts);
 }
 
 /* spin.c: the one spin-then-sleep policy, for every waiter that spins
