@@ -355,7 +355,6 @@ struct wlk__etcd_req {
 	char value[WLK_ETCD_VALUE_MAX];
 	uint64_t lease;
 };
-struct json_object *wlk__etcd_op_put(struct wlk__etcd_req *r) WLK_INTERNAL;
 struct json_object *wlk__etcd_op_put_key(struct wlk__etcd_req *r,
 					 const char *key,
 					 size_t len) WLK_INTERNAL;

@@ -36,11 +36,6 @@ struct json_object *wlk__etcd_op_put_key(struct wlk__etcd_req *r,
 	return op;
 }
 
-struct json_object *wlk__etcd_op_put(struct wlk__etcd_req *r)
-{
-	return wlk__etcd_op_put_key(r, r->l->key, r->l->key_len);
-}
-
 struct json_object *wlk__etcd_op_delete(const char *key, size_t len)
 {
 	struct json_object *op = json_object_new_object();
