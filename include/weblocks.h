@@ -258,28 +258,37 @@
  *    found it granted at.
  *    Restoring the cluster from a backup can repeat them: restore with a
  *    new --initial-cluster-token, and re-fence the resources.
- *  - A process that dies without closing holds its locks until its lease
- *    expires: the TTL after its last keepalive (plus an election if the
- *    leader changes meanwhile). The process renews its lease every TTL/3
- *    from its library thread, on time, so a dead process's
- *    lease has between 2/3 of the TTL and all of it left. etcd then deletes
- *    the keys late: its lessor looks for expired leases every 500 ms
- *    (etcd 3.4, 3.5) and revokes them through raft, so the deletion comes
- *    0-0.5 s after the expiry (evenly spread: the deletions fall on the
- *    lessor's 500 ms beat), and the waiter is granted about a round
- *    trip after the deletion. A dead holder's lock therefore passes on at
- *    most about TTL + 0.5 s + a round trip after its death, not TTL + a
- *    round trip; bench/etcd measures each part (a lease of etcd's alone,
- *    never renewed, is deleted as late). A waiter could save most of
- *    that scan by revoking the lease itself, but only once it is sure the
- *    lease expired: until then a holder that is only slow may renew it,
- *    and etcd tells a lease's time to live in whole seconds, so being
- *    sure takes reads of it after the expiry (one showing under a second
- *    left, another a second later showing no renewal since), then the
- *    revoke through raft and the waiter's own read: at least two round
- *    trips past the expiry plus the reads' spacing, so not within TTL + a
- *    round trip either, for reads every few milliseconds while it waits.
- *    The engine leaves the revoke to etcd.
+ *  - A process that dies without closing (SIGKILL, a crash, exec) loses
+ *    its locks through its guard: a small process the agent spawns when
+ *    its lease is granted (etcd-guard, in the package's libexec
+ *    directory), which the kernel tells of the death (a pidfd of the
+ *    process, and a socket whose end the process keeps close-on-exec).
+ *    The guard revokes the lease at once, so the locks pass on a few
+ *    round trips after the death, whatever the TTL. The guard runs in a
+ *    session of its own and is not the process's child: a wait for all
+ *    its children neither waits for it nor reaps it. It ends when the
+ *    last manager of the cluster closes. WEBLOCKS_ETCD_GUARD names
+ *    another program to spawn (the tests use the build's), or "none" for
+ *    no guard; it is read when a process's first manager of a cluster
+ *    opens, and ignored in setuid programs. A guard that cannot be
+ *    spawned is not an error: the process then runs as with none. A
+ *    program that closes descriptors it did not open (as some daemons
+ *    do at start) closes the guard's socket too: its guard then takes
+ *    the process for gone and revokes the lease, whose locks its holders
+ *    then see stolen.
+ *  - Without its guard (none asked for, none spawned, the guard killed),
+ *    or when a whole machine dies, a dead process holds its locks until
+ *    its lease expires: the TTL after its last keepalive (plus an
+ *    election if the leader changes meanwhile). The process renews its
+ *    lease every TTL/3 from its library thread, on time, so a dead
+ *    process's lease has between 2/3 of the TTL and all of it left. etcd
+ *    then deletes the keys late: its lessor looks for expired leases
+ *    every 500 ms (etcd 3.4, 3.5) and revokes them through raft, so the
+ *    deletion comes 0-0.5 s after the expiry, and the waiter is granted
+ *    about a round trip after the deletion: at most about TTL + 0.5 s +
+ *    a round trip after the death. bench/etcd measures both ways. A
+ *    waiter cannot save that time by revoking the lease itself: until
+ *    the expiry, a holder that is only slow may renew it.
  *  - Losing a lock: a process paused, or cut off from the cluster, for
  *    longer than the TTL loses its locks (those of all its managers of the
  *    cluster, on their one lease), and they are granted to others; a new
@@ -618,7 +627,8 @@ struct wlk_manager_options {
  * bucket it has not mapped yet, a close of a bucket's last manager) wait
  * behind it, whatever the bucket. Thread cancellation is disabled
  * during the call: a cancel takes effect at the caller's next cancellation
- * point.
+ * point. On etcd, a process's first manager of a cluster also starts its
+ * library thread and spawns its guard (ETCD ENGINE above).
  *
  * Return: 0 on success, or
  * * %WLK_EINVAL - @origin or @out is NULL, @origin is empty, an option is out

@@ -151,6 +151,7 @@ int wlk__etcd_lease_renew(struct wlk__etcd_agent *a, uint64_t old)
 	if (rc)
 		goto out;
 	uatomic_set(&a->lease, id);
+	wlk__etcd_guard_lease(a, id);
 	pthread_mutex_lock(&a->mu);
 	cds_list_for_each_entry(m, &a->managers, peer) {
 		int err = wlk__etcd_bucket_join(m, m->base.max_name_len, NULL);
@@ -304,9 +305,12 @@ int wlk__etcd_agent_start(struct wlk__etcd_agent *a)
 	if (rc)
 		return rc;
 	a->lease = lease;
+	/* Without its guard, the lease still ends at its expiry. */
+	(void)wlk__etcd_guard_start(a);
 	a->multi = curl_multi_init();
 	if (!a->multi) {
 		(void)lease_revoke(a);
+		wlk__etcd_guard_stop(a);
 		return -ENOMEM;
 	}
 	sigfillset(&all);
@@ -317,6 +321,7 @@ int wlk__etcd_agent_start(struct wlk__etcd_agent *a)
 		curl_multi_cleanup(a->multi);
 		a->multi = NULL;
 		(void)lease_revoke(a);
+		wlk__etcd_guard_stop(a);
 		return wlk__errno(rc);
 	}
 	return 0;
@@ -342,5 +347,6 @@ void wlk__etcd_agent_stop(struct wlk__etcd_agent *a)
 	pthread_mutex_lock(&a->lease_mu);
 	a->dead = true;
 	(void)lease_revoke(a);
+	wlk__etcd_guard_stop(a);
 	pthread_mutex_unlock(&a->lease_mu);
 }

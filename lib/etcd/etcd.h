@@ -53,6 +53,17 @@
 #define WLK_ETCD_TIMEOUT_DEFAULT_MS 5000
 #define WLK_ETCD_TIMEOUT_MAX_MS 600000
 
+/* The agent's guard (guard.c): its program, from the environment, or
+ * WLK_ETCD_GUARD_PATH (the build's pkglibexecdir), or none for
+ * WLK_ETCD_GUARD_OFF; the protocol its first argument names; what tells
+ * it to quit; the lowest descriptor our ends are kept at during a spawn
+ * (above the guard's, 3 and 4). */
+#define WLK_ETCD_GUARD_ENV "WEBLOCKS_ETCD_GUARD"
+#define WLK_ETCD_GUARD_OFF "none"
+#define WLK_ETCD_GUARD_PROTO "wlk-guard-1"
+#define WLK_ETCD_GUARD_QUIT UINT64_C(0)
+#define WLK_ETCD_GUARD_FD_MIN 5
+
 /* The scheme of a backend string. */
 #define WLK_ETCD_SCHEME "etcd://"
 /* At most this many members in a backend string, each host:port at most
@@ -160,6 +171,8 @@ struct wlk__etcd_agent {
 	pthread_t thread;
 	uint32_t stop;             /* [A] the thread should end */
 	void *multi;               /* CURLM * of the thread */
+	int guard_fd;              /* our end of the guard's pair (guard.c),
+				      or -1 */
 };
 
 struct wlk__etcd_manager {
@@ -318,6 +331,12 @@ void wlk__etcd_watch_resync(struct wlk__etcd_watch *w) WLK_INTERNAL;
 /* agent.c */
 int wlk__etcd_agent_start(struct wlk__etcd_agent *a) WLK_INTERNAL;
 void wlk__etcd_agent_stop(struct wlk__etcd_agent *a) WLK_INTERNAL;
+
+/* guard.c */
+int wlk__etcd_guard_start(struct wlk__etcd_agent *a) WLK_INTERNAL;
+void wlk__etcd_guard_lease(struct wlk__etcd_agent *a,
+			   uint64_t id) WLK_INTERNAL;
+void wlk__etcd_guard_stop(struct wlk__etcd_agent *a) WLK_INTERNAL;
 int wlk__etcd_lease_grant(struct wlk__etcd_conn *c, unsigned int ttl,
 			  uint64_t *id) WLK_INTERNAL;
 int wlk__etcd_lease_renew(struct wlk__etcd_agent *a,

@@ -11,7 +11,8 @@
 # a release after its lease ended unseen, two detect_deadlocks requests
 # closing one cycle at once, a process's managers on one lease and one
 # thread and one watch stream per bucket, a killed process's locks of all
-# its managers passed on) and a
+# its managers passed on, a holder killed, exec'd or forked whose guard
+# revokes its lease at once: tests/etcd/guard.c) and a
 # short torture run
 # (tests/torture), and stop the members by their pids. Ends with "N
 # passed, N failed", which tests/run.sh adds to its totals; in a
@@ -58,6 +59,8 @@ if ! backend=$(bash "$src/tests/etcd/cluster.sh" start "$cluster"); then
 	exit 1
 fi
 export WEBLOCKS_BACKEND=$backend
+# The build's guard, not the installed one (lib/etcd/guard.c).
+export WEBLOCKS_ETCD_GUARD=${WEBLOCKS_ETCD_GUARD:-$build/tools/etcd-guard}
 export WLK_ETCD_CLUSTER=$cluster WLK_ETCD_CLUSTER_SH=$src/tests/etcd/cluster.sh
 echo "etcd: cluster $backend (data in $cluster)"
 
