@@ -21,17 +21,19 @@
  *     / 8 times, interleaved (etcd_anchors.c).
  *  3. failover: the holder's process SIGKILLed while another waits; the
  *     time until the waiter is granted, against the lease's TTL
- *     (WEBLOCKS_ETCD_TTL), KILLS times, the kills spread over the
- *     holder's keepalive period (TTL/3). Each is split into its parts: the
- *     lease's TTL left at the kill (TTL less the time since the holder's
- *     last keepalive, which its agent sends every TTL/3 from the open);
- *     etcd's lateness, from that expiry to the deletion of the holder's
- *     keys as a watch of the bench's own sees it (etcd's lessor looks for
- *     expired leases every 500 ms, then revokes them through raft); and
- *     the waiter's reaction, from that deletion to its grant
- *     (etcd_failover.c). Its targets: worst <= TTL + one round trip
- *     (out of reach on etcd: weblocks.h, ETCD ENGINE), and worst <= TTL
- *     + etcd's 500 ms lessor scan + one round trip, etcd's floor.
+ *     (WEBLOCKS_ETCD_TTL), KILLS times with the holder's guard
+ *     (WEBLOCKS_ETCD_GUARD, the build's), split into the guard's revoke
+ *     and the waiter's reaction; then KILLS times without a guard, the
+ *     kills spread over the holder's keepalive period (TTL/3), split
+ *     into the lease's TTL left at the kill (TTL less the time since the
+ *     holder's last keepalive, which its agent sends every TTL/3 from the
+ *     open), etcd's lateness, from that expiry to the deletion of the
+ *     holder's keys as a watch of the bench's own sees it (etcd's lessor
+ *     looks for expired leases every 500 ms, then revokes them through
+ *     raft), and the waiter's reaction, from that deletion to its grant
+ *     (etcd_failover.c). Targets: with the guard, worst <= TTL + one
+ *     round trip; without, worst <= TTL + etcd's 500 ms lessor scan +
+ *     one round trip, etcd's floor.
  *  4. with -t (the build's tools/weblocks-run): acquire+release from the
  *     command line, one process each, weblocks-run against etcdctl lock
  *     (Debian: etcd-client; the part is skipped, with a note, without
@@ -186,6 +188,7 @@ static void engine(struct wlk_manager *m, int runs, uint64_t *ns)
 }
 
 static const char *origin = "https://bench.etcd.example";
+const char *holder_guard;
 
 /* A waiter in its own process: blocked until granted, then notes when. */
 static void waiter(struct shared *sh, int ready)
@@ -222,6 +225,8 @@ uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it,
 			struct wlk_manager *hm;
 			struct wlk_lock *hl;
 
+			if (holder_guard)
+				setenv("WEBLOCKS_ETCD_GUARD", holder_guard, 1);
 			if (wlk_manager_open(origin, NULL, &hm))
 				_exit(1);
 			sh->opened_ns = now_ns();

@@ -43,6 +43,8 @@ int field(const char *json, const char *name, char *out, size_t cap);
  * @extra_ms after the waiter is queued. */
 uint64_t handoff(struct wlk_manager *m, struct shared *sh, bool kill_it,
 		 unsigned int extra_ms);
+/* WEBLOCKS_ETCD_GUARD for the killed holders, or NULL: the bench's. */
+extern const char *holder_guard;
 
 /* etcd_anchors.c */
 /* @runs lock+unlock pairs through etcd's lock service into @ns. */

@@ -187,6 +187,7 @@ $out/etcd-cluster.log)"
 	rc=0
 	LD_LIBRARY_PATH=$bindir/../lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
 	WEBLOCKS_BACKEND=$backend WEBLOCKS_ETCD_TTL=${WEBLOCKS_ETCD_TTL:-2} \
+	WEBLOCKS_ETCD_GUARD=${WEBLOCKS_ETCD_GUARD:-$bindir/../tools/etcd-guard} \
 		"$bindir/etcd" "$@" -o "$tsv" > "$out/etcd.log" 2>&1 || rc=$?
 	[ -z "$cluster" ] || bash "$srcdir/tests/etcd/cluster.sh" stop "$cluster"
 	return $rc
