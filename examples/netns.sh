@@ -15,8 +15,9 @@
 # One of a, b, c becomes primary (it holds the exclusive lock "primary");
 # the script SIGKILLs the primary, twice, and checks that the lock passed
 # on each time: one new primary, never while the killed one was alive,
-# with a higher fencing token, within the lease's TTL (2 s here) and
-# etcd's expiry delay (weblocks.h, ETCD ENGINE). It ends with "netns:
+# with a higher fencing token, within PASS_ON_MS, far below the lease's
+# TTL: each process's guard (the build's tools/etcd-guard) revokes its
+# lease when it dies (weblocks.h, ETCD ENGINE). It ends with "netns:
 # PASS" or "netns: FAIL: why" (exit 1). Everything it made (processes,
 # namespaces, data) is removed on exit, also after an error or ^C.
 #
@@ -27,10 +28,12 @@ set -euo pipefail
 
 srcdir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$srcdir/build}
-TTL=2
-# How long a new primary may take after a kill: the TTL, etcd's expiry
-# scan (500 ms), an election's worth of room on a loaded machine.
-PASS_ON_MS=6000
+TTL=10
+# How long a new primary may take after a kill: the guard's revoke and
+# the waiter's grant take milliseconds; the rest is room for a loaded
+# machine. Without the guard it would take the TTL and etcd's 500 ms
+# expiry scan.
+PASS_ON_MS=3000
 NET=10.77.0
 
 skip() {
@@ -134,7 +137,9 @@ echo "netns: etcd://$backend is up; host a reaches it over the bridge"
 declare -A pid_of
 for h in "${hosts[@]}"; do
 	ip netns exec "$tag-host-$h" env WEBLOCKS_BACKEND="etcd://$backend" \
-		WEBLOCKS_ETCD_TTL=$TTL "$build/examples/failover" "$h" \
+		WEBLOCKS_ETCD_TTL=$TTL \
+		WEBLOCKS_ETCD_GUARD="$build/tools/etcd-guard" \
+		"$build/examples/failover" "$h" \
 		>"$work/$h.out" 2>&1 &
 	pid_of[$h]=$!
 	pids+=($!)
