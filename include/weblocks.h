@@ -266,8 +266,10 @@
  *    The guard revokes the lease at once, so the locks pass on a few
  *    round trips after the death, whatever the TTL. The guard runs in a
  *    session of its own and is not the process's child: a wait for all
- *    its children neither waits for it nor reaps it. It ends when the
- *    last manager of the cluster closes. WEBLOCKS_ETCD_GUARD names
+ *    its children neither waits for it nor reaps it, and its standard
+ *    input and output are /dev/null. It ends when the last manager of
+ *    the cluster closes; a guard that dies is replaced at the library
+ *    thread's next keepalive (TTL/3). WEBLOCKS_ETCD_GUARD names
  *    another program to spawn (the tests use the build's), or "none" for
  *    no guard; it is read when a process's first manager of a cluster
  *    opens, and ignored in setuid programs. A guard that cannot be
@@ -276,23 +278,24 @@
  *    do at start) closes the guard's socket too: its guard then takes
  *    the process for gone and revokes the lease, whose locks its holders
  *    then see stolen.
- *  - Without its guard (none asked for, none spawned, the guard killed),
- *    or when a whole machine dies, a dead process holds its locks until
- *    its lease expires: the TTL after its last keepalive (plus an
- *    election if the leader changes meanwhile). The process renews its
- *    lease every TTL/3 from its library thread, on time, so a dead
- *    process's lease has between 2/3 of the TTL and all of it left. etcd
- *    then deletes the keys late: its lessor looks for expired leases
- *    every 500 ms (etcd 3.4, 3.5) and revokes them through raft, so the
- *    deletion comes 0-0.5 s after the expiry, and the waiter is granted
- *    about a round trip after the deletion: at most about TTL + 0.5 s +
- *    a round trip after the death. bench/etcd measures both ways. A
+ *  - Without its guard (none asked for, none spawned, a killed guard not
+ *    yet replaced), or when a whole machine dies, a dead process holds
+ *    its locks until its lease expires: the TTL after its last keepalive
+ *    (plus an election if the leader changes meanwhile). The process
+ *    renews its lease every TTL/3 from its library thread, on time, so a
+ *    dead process's lease has between 2/3 of the TTL and all of it left.
+ *    etcd then deletes the keys late: its lessor looks for expired
+ *    leases every 500 ms (etcd 3.4, 3.5) and revokes them through raft,
+ *    so the deletion comes 0-0.5 s after the expiry, and the waiter is
+ *    granted about a round trip after the deletion: at most about TTL +
+ *    0.5 s + a round trip after the death. bench/etcd measures both ways. A
  *    waiter cannot save that time by revoking the lease itself: until
  *    the expiry, a holder that is only slow may renew it.
  *  - Losing a lock: a process paused, or cut off from the cluster, for
  *    longer than the TTL loses its locks (those of all its managers of the
  *    cluster, on their one lease), and they are granted to others; a new
- *    lease serves the requests that follow. Its holders then see wlk_lock_stolen() true and wlk_release() return
+ *    lease serves the requests that follow. Its holders then see
+ *    wlk_lock_stolen() true and wlk_release() return
  *    %WLK_ESTOLEN, as after a steal, once the manager learns it: when the
  *    cluster answers again (its watch, or its next keepalive), or after a
  *    whole TTL without an answer (even if the cluster kept the lease). Its

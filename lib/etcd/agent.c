@@ -272,6 +272,7 @@ static void *agent_main(void *arg)
 			}
 			next_ka = now + period;
 			follow_member(a, multi);
+			wlk__etcd_guard_tend(a);
 		}
 		/* Woken for the next keepalive on time: the lease's TTL
 		 * left is then never below 2/3 of it while the process

@@ -336,6 +336,7 @@ void wlk__etcd_agent_stop(struct wlk__etcd_agent *a) WLK_INTERNAL;
 int wlk__etcd_guard_start(struct wlk__etcd_agent *a) WLK_INTERNAL;
 void wlk__etcd_guard_lease(struct wlk__etcd_agent *a,
 			   uint64_t id) WLK_INTERNAL;
+void wlk__etcd_guard_tend(struct wlk__etcd_agent *a) WLK_INTERNAL;
 void wlk__etcd_guard_stop(struct wlk__etcd_agent *a) WLK_INTERNAL;
 int wlk__etcd_lease_grant(struct wlk__etcd_conn *c, unsigned int ttl,
 			  uint64_t *id) WLK_INTERNAL;

@@ -32,7 +32,8 @@
  * and the spawned process exits, which we reap here: the guard is not
  * our child, so a program's wait for all its children neither waits for
  * it nor reaps it. A spawn that fails is not an error: the locks then
- * pass on at the lease's expiry, as they would with the guard gone.
+ * pass on at the lease's expiry. A guard that dies is replaced at the
+ * agent's next keepalive (wlk__etcd_guard_tend()), within TTL/3.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +52,7 @@
 /* The guard's descriptors, where it finds them (tools/etcd-guard.c). */
 #define GUARD_PIDFD 3
 #define GUARD_SOCK 4
+#define DEV_NULL "/dev/null"
 
 extern char **environ;
 
@@ -109,7 +111,16 @@ static int spawn(struct wlk__etcd_agent *a, const char *path, int pidfd,
 		posix_spawn_file_actions_destroy(&fa);
 		return -rc;
 	}
-	rc = posix_spawn_file_actions_adddup2(&fa, pidfd, GUARD_PIDFD);
+	/* Its standard input and output are not ours to hold open (a
+	 * shell's $(...) waits for the end of a pipe); standard error
+	 * carries its one message, a revoke that failed. */
+	rc = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, DEV_NULL,
+					      O_RDONLY, 0);
+	if (!rc)
+		rc = posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO,
+						      DEV_NULL, O_WRONLY, 0);
+	if (!rc)
+		rc = posix_spawn_file_actions_adddup2(&fa, pidfd, GUARD_PIDFD);
 	if (!rc)
 		rc = posix_spawn_file_actions_adddup2(&fa, rfd, GUARD_SOCK);
 	if (!rc)
@@ -199,6 +210,28 @@ void wlk__etcd_guard_lease(struct wlk__etcd_agent *a, uint64_t id)
 {
 	if (a->guard_fd >= 0)
 		tell(a, id);
+}
+
+/*
+ * wlk__etcd_guard_tend() - at a keepalive: a guard that died (killed by
+ * hand, by the OOM killer) is replaced, for the current lease. It never
+ * writes to the pair, so its end reads end of file exactly when it is
+ * gone. Takes a->lease_mu.
+ */
+void wlk__etcd_guard_tend(struct wlk__etcd_agent *a)
+{
+	ssize_t n;
+	char c;
+
+	pthread_mutex_lock(&a->lease_mu);
+	if (!a->dead && a->guard_fd >= 0) {
+		n = recv(a->guard_fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			close(a->guard_fd);
+			(void)wlk__etcd_guard_start(a);
+		}
+	}
+	pthread_mutex_unlock(&a->lease_mu);
 }
 
 /* wlk__etcd_guard_stop() - after @a revoked its lease: its guard told to

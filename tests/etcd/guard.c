@@ -14,13 +14,17 @@
  *    the guard revokes the new lease;
  *  - with WEBLOCKS_ETCD_GUARD=none: no guard, the lock waits for the
  *    lease's expiry;
+ *  - its guard SIGKILLed: a new one is spawned at the next keepalive,
+ *    and it revokes the lease when the holder is killed;
  *  - with a guard that cannot be spawned: locks work as before, and no
  *    child is left;
  *  - a manager's close: its guard ends, and it was never the process's
- *    child.
+ *    child; it holds /dev/null, not the process's, as its standard input
+ *    and output.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +39,11 @@
 #define LONG_TTL "60"
 /* A grant after the holder's death within this long is the guard's. */
 #define GUARD_MS 3000
+/* The killed guard's test: a TTL whose keepalives (every TTL/3) come
+ * within T_WAIT_MS, and a grant within REPLACED_MS of the kill, which the
+ * lease's expiry, then REPLACED_TTL away, cannot explain. */
+#define REPLACED_TTL "6"
+#define REPLACED_MS 1500
 /* How long the test without a guard waits to see no grant. */
 #define NO_GUARD_MS 1500
 /* What a holder child does once it holds "g". */
@@ -44,6 +53,7 @@ struct holder_arg {
 	struct t_pipe *p;
 	enum after then;
 	const char *guard; /* WEBLOCKS_ETCD_GUARD for the child, or NULL */
+	const char *ttl;   /* its lease's TTL, or NULL: LONG_TTL */
 };
 
 /* Child: hold "g" on a lease of LONG_TTL, say 'h', then do a->then. */
@@ -54,7 +64,7 @@ static int holder(void *arg)
 	struct wlk_lock *l, *again;
 	pid_t kid;
 
-	setenv("WEBLOCKS_ETCD_TTL", LONG_TTL, 1);
+	setenv("WEBLOCKS_ETCD_TTL", a->ttl ? a->ttl : LONG_TTL, 1);
 	if (a->guard)
 		setenv("WEBLOCKS_ETCD_GUARD", a->guard, 1);
 	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 1);
@@ -143,6 +153,19 @@ static unsigned long long guard_lease(pid_t guard)
 	return strtoull(buf + i, NULL, 10);
 }
 
+/* What descriptor @fd of process @pid is open on (static storage). */
+static const char *fd_target(pid_t pid, int fd)
+{
+	static char buf[PATH_MAX];
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	buf[n < 0 ? 0 : n] = '\0';
+	return buf;
+}
+
 /* POST {"ID": @lease} to /v3/lease/revoke on the first member. */
 static void revoke_lease(unsigned long long lease)
 {
@@ -188,16 +211,23 @@ static long kill_and_wait(pid_t child, pid_t victim, unsigned int wait_ms)
 	return took;
 }
 
-static pid_t start_holder(struct t_pipe *p, enum after then,
-			  const char *guard)
+static pid_t start_holder_ttl(struct t_pipe *p, enum after then,
+			      const char *guard, const char *ttl)
 {
 	static struct holder_arg a; /* read by the child only */
 	pid_t child;
 
-	a = (struct holder_arg){ .p = p, .then = then, .guard = guard };
+	a = (struct holder_arg){ .p = p, .then = then, .guard = guard,
+				 .ttl = ttl };
 	t_pipe_open(p);
 	child = t_fork(holder, &a);
 	return child;
+}
+
+static pid_t start_holder(struct t_pipe *p, enum after then,
+			  const char *guard)
+{
+	return start_holder_ttl(p, then, guard, NULL);
 }
 
 Test(etcd_guard, a_killed_holder_passes_on_long_before_its_ttl, T_FIX,
@@ -267,6 +297,32 @@ Test(etcd_guard, a_renewed_lease_is_guarded_too, T_FIX, .timeout = 30)
 	t_pipe_close(&p);
 }
 
+Test(etcd_guard, a_killed_guard_is_replaced, T_FIX, .timeout = 30)
+{
+	struct t_pipe p;
+	pid_t child = start_holder_ttl(&p, PAUSE, NULL, REPLACED_TTL), g, g2;
+	int waited = 0;
+	long took;
+
+	cr_assert_eq(t_get_byte(p.rd), 'h', "the child did not lock");
+	g = guard_of(child);
+	cr_assert_gt(g, 0, "the holder has no guard");
+	kill(g, SIGKILL);
+	/* Its agent replaces it at its next keepalive, TTL/3 at most. */
+	while (((g2 = guard_of(child)) == 0 || g2 == g) &&
+	       waited < T_WAIT_MS) {
+		t_nap_ms(10);
+		waited += 10;
+	}
+	cr_assert(g2 != 0 && g2 != g, "no new guard within %d ms",
+		  T_WAIT_MS);
+	/* Its lease was just renewed: REPLACED_TTL s left, well above. */
+	took = kill_and_wait(child, child, REPLACED_MS);
+	cr_assert_geq(took, 0, "the new guard did not revoke the lease "
+		      "within %d ms", REPLACED_MS);
+	t_pipe_close(&p);
+}
+
 Test(etcd_guard, without_a_guard_the_lock_waits_for_the_ttl, T_FIX,
      .timeout = 30)
 {
@@ -326,7 +382,7 @@ static int opener(void *arg)
 Test(etcd_guard, a_close_ends_the_guard, T_FIX, .timeout = 30)
 {
 	struct t_pipe up, down, ends;
-	pid_t child;
+	pid_t child, g;
 	int waited = 0;
 
 	t_pipe_open(&up);   /* child to parent */
@@ -334,7 +390,13 @@ Test(etcd_guard, a_close_ends_the_guard, T_FIX, .timeout = 30)
 	ends = (struct t_pipe){ .rd = down.rd, .wr = up.wr };
 	child = t_fork(opener, &ends);
 	cr_assert_eq(t_get_byte(up.rd), 'o', "the child did not open");
-	cr_assert_gt(guard_of(child), 0, "no guard for the child's manager");
+	g = guard_of(child);
+	cr_assert_gt(g, 0, "no guard for the child's manager");
+	/* It holds none of the child's pipes open, its standard streams
+	 * included (this test's stdout may be one). */
+	for (int fd = 0; fd <= 1; fd++)
+		cr_assert_str_eq(fd_target(g, fd), "/dev/null",
+				 "the guard's descriptor %d", fd);
 	cr_assert_eq(t_put_byte(down.wr, 'c'), 0);
 	cr_assert_eq(t_get_byte(up.rd), 'c', "the child did not close");
 	while (guard_of(child) && waited < T_WAIT_MS) {
