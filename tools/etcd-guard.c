@@ -20,12 +20,14 @@
  *
  * Once the process is gone: POST /v3/lease/revoke to the members in
  * turn, until one answers (the lease revoked, or already gone) or
- * TIMEOUT_MS passed. Exit status: 0 done or told to quit, 1 the lease
- * could not be revoked (it then ends at its expiry, as without a guard).
+ * TIMEOUT_MS passed; HTTP/1.1 on a plain socket, with libc alone. Exit
+ * status: 0 done or told to quit, 1 the lease could not be revoked (it
+ * then ends at its expiry, as without a guard).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -35,8 +37,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <curl/curl.h>
 
 /* What lib/etcd/guard.c hands over: the protocol's name, the two
  * descriptors, the message that says quit. */
@@ -51,18 +51,18 @@
 #define EXIT_NO_FORK 3
 
 /* One attempt on one member: its connection and its whole reply. */
-#define CONNECT_MS 250L
-#define ATTEMPT_MS 1000L
+#define CONNECT_MS 250
+#define ATTEMPT_MS 1000
 /* A pause after every member failed once, before the next round. */
 #define ROUND_PAUSE_MS 50
-/* etcd's reply when the lease is gone already: nothing left to do. */
+/* The members' URLs, as the library hands them: "http://host:port". */
+#define SCHEME "http://"
+#define HOSTPORT_MAX 300
+/* The call, and etcd's reply when the lease is gone already. */
+#define REVOKE_PATH "/v3/lease/revoke"
 #define LEASE_GONE "lease not found"
+#define REQUEST_MAX 512
 #define REPLY_MAX 4096
-
-struct reply {
-	char buf[REPLY_MAX];
-	size_t len;
-};
 
 static uint64_t now_ms(void)
 {
@@ -72,44 +72,147 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
+static uint64_t min_u64(uint64_t a, uint64_t b)
 {
-	struct reply *r = arg;
-	size_t n = size * nmemb, room = sizeof(r->buf) - 1 - r->len;
-
-	memcpy(r->buf + r->len, p, n < room ? n : room);
-	r->len += n < room ? n : room;
-	r->buf[r->len] = '\0';
-	return n;
+	return a < b ? a : b;
 }
 
-/* One POST of @body to @url's revoke: true if the lease is gone now. */
-static bool revoke_at(CURL *h, const char *url, const char *body,
-		      long budget_ms)
+/* Wait for @events on @fd until @deadline (ms): true if they came. */
+static bool wait_fd(int fd, short events, uint64_t deadline)
 {
-	struct curl_slist hdr = { .data = (char *)"Content-Type: "
-					       "application/json" };
-	struct reply r = { .len = 0 };
-	char full[512];
-	long code = 0;
+	struct pollfd p = { .fd = fd, .events = events };
 
-	snprintf(full, sizeof(full), "%s/v3/lease/revoke", url);
-	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, full);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, &hdr);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-			 budget_ms < CONNECT_MS ? budget_ms : CONNECT_MS);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
-			 budget_ms < ATTEMPT_MS ? budget_ms : ATTEMPT_MS);
-	if (curl_easy_perform(h) != CURLE_OK)
+	for (;;) {
+		uint64_t t = now_ms();
+		int rc;
+
+		if (t >= deadline)
+			return false;
+		rc = poll(&p, 1, (int)(deadline - t));
+		if (rc > 0)
+			return true;
+		if (rc == 0 || errno != EINTR)
+			return false;
+	}
+}
+
+/* A TCP connection to @ai made before @deadline, or -1. */
+static int dial(const struct addrinfo *ai, uint64_t deadline)
+{
+	int fd = socket(ai->ai_family,
+			ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			ai->ai_protocol);
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (fd < 0)
+		return -1;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+		return fd;
+	if (errno == EINPROGRESS && wait_fd(fd, POLLOUT, deadline) &&
+	    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && !err)
+		return fd;
+	close(fd);
+	return -1;
+}
+
+static bool send_all(int fd, const char *p, size_t n, uint64_t deadline)
+{
+	while (n) {
+		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (k > 0) {
+			p += k;
+			n -= (size_t)k;
+		} else if (k < 0 && errno == EINTR) {
+			continue;
+		} else if (k < 0 && errno == EAGAIN &&
+			   wait_fd(fd, POLLOUT, deadline)) {
+			continue;
+		} else {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The reply on @fd into @buf (NUL-terminated, @cap bytes at most), read
+ * until the server closes (the request asks it to), @buf is full, or
+ * @deadline. */
+static void recv_reply(int fd, char *buf, size_t cap, uint64_t deadline)
+{
+	size_t len = 0;
+
+	while (len < cap - 1) {
+		ssize_t k = recv(fd, buf + len, cap - 1 - len, 0);
+
+		if (k > 0)
+			len += (size_t)k;
+		else if (k < 0 && errno == EINTR)
+			continue;
+		else if (k < 0 && errno == EAGAIN &&
+			 wait_fd(fd, POLLIN, deadline))
+			continue;
+		else
+			break; /* the end, or no more in time: judge what came */
+	}
+	buf[len] = '\0';
+}
+
+/* Whether @reply says the lease is gone: revoked now (200), or before. */
+static bool gone(const char *reply)
+{
+	/* The status line: "HTTP/1.x 200 OK". */
+	if (!strncmp(reply, "HTTP/1.", 7) && reply[7] &&
+	    !strncmp(reply + 8, " 200 ", 5))
+		return true;
+	return strstr(reply, LEASE_GONE) != NULL;
+}
+
+/* One POST of @body to the revoke of member @url ("http://host:port"),
+ * on each of its addresses in turn, until @deadline: true if the lease
+ * is gone now. Plain sockets, not libcurl: the guard starts with every
+ * process's first manager of a cluster, and libc alone loads fast. */
+static bool revoke_at(const char *url, const char *body, uint64_t deadline)
+{
+	const char *hp = url + strlen(SCHEME), *colon = strrchr(hp, ':');
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai, *a;
+	char host[HOSTPORT_MAX], req[REQUEST_MAX], reply[REPLY_MAX];
+	size_t hl = colon ? (size_t)(colon - hp) : 0;
+	bool done = false;
+	int n;
+
+	if (strncmp(url, SCHEME, strlen(SCHEME)) != 0 || hl == 0 ||
+	    hl >= sizeof(host))
 		return false;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-	return code == 200 || strstr(r.buf, LEASE_GONE) != NULL;
+	/* An IPv6 literal comes in brackets, which the lookup does not
+	 * want. */
+	if (hp[0] == '[' && hl >= 2 && hp[hl - 1] == ']')
+		snprintf(host, sizeof(host), "%.*s", (int)hl - 2, hp + 1);
+	else
+		snprintf(host, sizeof(host), "%.*s", (int)hl, hp);
+	n = snprintf(req, sizeof(req),
+		     "POST " REVOKE_PATH " HTTP/1.1\r\nHost: %s\r\n"
+		     "Content-Type: application/json\r\n"
+		     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		     hp, strlen(body), body);
+	if (n < 0 || (size_t)n >= sizeof(req) ||
+	    getaddrinfo(host, colon + 1, &hints, &ai) != 0)
+		return false;
+	for (a = ai; a && !done; a = a->ai_next) {
+		uint64_t until = min_u64(deadline, now_ms() + ATTEMPT_MS);
+		int fd = dial(a, min_u64(until, now_ms() + CONNECT_MS));
+
+		if (fd < 0)
+			continue;
+		if (send_all(fd, req, (size_t)n, until)) {
+			recv_reply(fd, reply, sizeof(reply), until);
+			done = gone(reply);
+		}
+		close(fd);
+	}
+	freeaddrinfo(ai);
+	return done;
 }
 
 /* Revoke @lease on a member of @url[0..n), within @timeout_ms. */
@@ -117,28 +220,15 @@ static int revoke_lease(uint64_t lease, uint64_t timeout_ms, char **url,
 			int n)
 {
 	uint64_t deadline = now_ms() + timeout_ms;
-	CURL *h;
 	char body[64];
 
-	if (curl_global_init(CURL_GLOBAL_NOTHING) || !(h = curl_easy_init()))
-		return EXIT_UNREVOKED;
 	snprintf(body, sizeof(body), "{\"ID\":\"%" PRIu64 "\"}", lease);
-	for (;;) {
-		for (int i = 0; i < n; i++) {
-			uint64_t t = now_ms();
-
-			if (t >= deadline)
-				goto out;
-			if (revoke_at(h, url[i], body,
-				      (long)(deadline - t))) {
-				curl_easy_cleanup(h);
+	while (now_ms() < deadline) {
+		for (int i = 0; i < n && now_ms() < deadline; i++)
+			if (revoke_at(url[i], body, deadline))
 				return EXIT_DONE;
-			}
-		}
 		poll(NULL, 0, ROUND_PAUSE_MS);
 	}
-out:
-	curl_easy_cleanup(h);
 	fprintf(stderr, "etcd-guard: lease %" PRIu64 " not revoked within "
 		"%" PRIu64 " ms; it ends at its expiry\n", lease, timeout_ms);
 	return EXIT_UNREVOKED;

@@ -10,6 +10,8 @@
  *  - after an exec (its end of the guard's pair is close-on-exec);
  *  - SIGKILLed while a fork child of its own, which holds a copy of that
  *    end, lives on (the pidfd tells the death);
+ *  - SIGKILLed with the first member of its backend down: the guard
+ *    revokes through the next;
  *  - SIGKILLed after its lease was revoked behind its back and renewed:
  *    the guard revokes the new lease;
  *  - with WEBLOCKS_ETCD_GUARD=none: no guard, the lock waits for the
@@ -54,6 +56,7 @@ struct holder_arg {
 	enum after then;
 	const char *guard; /* WEBLOCKS_ETCD_GUARD for the child, or NULL */
 	const char *ttl;   /* its lease's TTL, or NULL: LONG_TTL */
+	const char *backend; /* WEBLOCKS_BACKEND for the child, or NULL */
 };
 
 /* Child: hold "g" on a lease of LONG_TTL, say 'h', then do a->then. */
@@ -67,6 +70,8 @@ static int holder(void *arg)
 	setenv("WEBLOCKS_ETCD_TTL", a->ttl ? a->ttl : LONG_TTL, 1);
 	if (a->guard)
 		setenv("WEBLOCKS_ETCD_GUARD", a->guard, 1);
+	if (a->backend)
+		setenv("WEBLOCKS_BACKEND", a->backend, 1);
 	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 1);
 	T_CHILD_CHECK(wlk_acquire(m, "g", 1, NULL, &l) == 0, 2);
 	if (a->then == RENEW_AND_PAUSE) {
@@ -211,14 +216,15 @@ static long kill_and_wait(pid_t child, pid_t victim, unsigned int wait_ms)
 	return took;
 }
 
-static pid_t start_holder_ttl(struct t_pipe *p, enum after then,
-			      const char *guard, const char *ttl)
+static pid_t start_holder_at(struct t_pipe *p, enum after then,
+			     const char *guard, const char *ttl,
+			     const char *backend)
 {
 	static struct holder_arg a; /* read by the child only */
 	pid_t child;
 
 	a = (struct holder_arg){ .p = p, .then = then, .guard = guard,
-				 .ttl = ttl };
+				 .ttl = ttl, .backend = backend };
 	t_pipe_open(p);
 	child = t_fork(holder, &a);
 	return child;
@@ -227,7 +233,7 @@ static pid_t start_holder_ttl(struct t_pipe *p, enum after then,
 static pid_t start_holder(struct t_pipe *p, enum after then,
 			  const char *guard)
 {
-	return start_holder_ttl(p, then, guard, NULL);
+	return start_holder_at(p, then, guard, NULL, NULL);
 }
 
 Test(etcd_guard, a_killed_holder_passes_on_long_before_its_ttl, T_FIX,
@@ -241,6 +247,25 @@ Test(etcd_guard, a_killed_holder_passes_on_long_before_its_ttl, T_FIX,
 	took = kill_and_wait(child, child, GUARD_MS);
 	cr_assert_geq(took, 0, "not granted within %d ms of the kill (TTL "
 		      "%s s)", GUARD_MS, LONG_TTL);
+	t_pipe_close(&p);
+}
+
+Test(etcd_guard, the_guard_tries_the_next_member, T_FIX, .timeout = 30)
+{
+	const char *b = getenv("WEBLOCKS_BACKEND");
+	char backend[1024];
+	struct t_pipe p;
+	pid_t child;
+	long took;
+
+	cr_assert(b && !strncmp(b, "etcd://", 7), "no cluster");
+	/* First a member that is not there (nothing listens on port 1). */
+	snprintf(backend, sizeof(backend), "etcd://127.0.0.1:1,%s", b + 7);
+	child = start_holder_at(&p, PAUSE, NULL, NULL, backend);
+	cr_assert_eq(t_get_byte(p.rd), 'h', "the child did not lock");
+	took = kill_and_wait(child, child, GUARD_MS);
+	cr_assert_geq(took, 0, "not granted within %d ms of the kill, with "
+		      "the first member down", GUARD_MS);
 	t_pipe_close(&p);
 }
 
@@ -300,7 +325,8 @@ Test(etcd_guard, a_renewed_lease_is_guarded_too, T_FIX, .timeout = 30)
 Test(etcd_guard, a_killed_guard_is_replaced, T_FIX, .timeout = 30)
 {
 	struct t_pipe p;
-	pid_t child = start_holder_ttl(&p, PAUSE, NULL, REPLACED_TTL), g, g2;
+	pid_t child = start_holder_at(&p, PAUSE, NULL, REPLACED_TTL, NULL), g,
+	      g2;
 	int waited = 0;
 	long took;
 
