@@ -173,6 +173,7 @@ struct wlk__etcd_agent {
 	void *multi;               /* CURLM * of the thread */
 	int guard_fd;              /* our end of the guard's pair (guard.c),
 				      or -1 */
+	char *guard_path;          /* the guard's program, or NULL: none */
 };
 
 struct wlk__etcd_manager {
@@ -333,6 +334,7 @@ int wlk__etcd_agent_start(struct wlk__etcd_agent *a) WLK_INTERNAL;
 void wlk__etcd_agent_stop(struct wlk__etcd_agent *a) WLK_INTERNAL;
 
 /* guard.c */
+int wlk__etcd_guard_init(struct wlk__etcd_agent *a) WLK_INTERNAL;
 int wlk__etcd_guard_start(struct wlk__etcd_agent *a) WLK_INTERNAL;
 void wlk__etcd_guard_lease(struct wlk__etcd_agent *a,
 			   uint64_t id) WLK_INTERNAL;

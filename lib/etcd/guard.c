@@ -56,15 +56,24 @@
 
 extern char **environ;
 
-/* The guard's program: the environment's (WLK_ETCD_GUARD_ENV), or the
- * installed one; NULL for none. */
-static const char *guard_path(void)
+/*
+ * wlk__etcd_guard_init() - read once, in the thread that opens @a, which
+ * program @a's guards are: the environment's (WLK_ETCD_GUARD_ENV), or
+ * the installed one; a->guard_path NULL for none. Not read again when a
+ * guard is replaced: the library thread must not read the environment
+ * while the program may change it. Return: 0 or -ENOMEM.
+ */
+int wlk__etcd_guard_init(struct wlk__etcd_agent *a)
 {
 	const char *p = secure_getenv(WLK_ETCD_GUARD_ENV);
 
+	a->guard_fd = -1;
 	if (!p || !*p)
-		return WLK_ETCD_GUARD_PATH;
-	return strcmp(p, WLK_ETCD_GUARD_OFF) != 0 ? p : NULL;
+		p = WLK_ETCD_GUARD_PATH;
+	else if (!strcmp(p, WLK_ETCD_GUARD_OFF))
+		p = NULL;
+	a->guard_path = p ? strdup(p) : NULL;
+	return p && !a->guard_path ? -ENOMEM : 0;
 }
 
 /* @fd moved to WLK_ETCD_GUARD_FD_MIN or above (close-on-exec), so that
@@ -153,13 +162,13 @@ static int reap(pid_t pid)
 
 /*
  * wlk__etcd_guard_start() - spawn @a's guard for its current lease, unless
- * the environment turned it off. Return: 0 (a->guard_fd is then our end
+ * there is none (wlk__etcd_guard_init()). Return: 0 (a->guard_fd is then our end
  * of the pair, or -1 without a guard), or a negative errno; the
  * agent goes on without a guard either way.
  */
 int wlk__etcd_guard_start(struct wlk__etcd_agent *a)
 {
-	const char *path = guard_path();
+	const char *path = a->guard_path;
 	int pidfd, p[2], rc;
 	pid_t pid = 0;
 

@@ -66,6 +66,7 @@ static void init_once(void)
 static void agent_free(struct wlk__etcd_agent *a)
 {
 	wlk__etcd_conn_fini(&a->conn);
+	free(a->guard_path);
 	pthread_mutex_destroy(&a->mu);
 	pthread_mutex_destroy(&a->lease_mu);
 	free(a->backend);
@@ -101,7 +102,9 @@ static int agent_new(const char *backend, unsigned int ttl,
 	a->users = 1;
 	a->refs = 1;
 	a->fork_gen = wlk__fork_gen();
-	rc = wlk__etcd_agent_start(a);
+	rc = wlk__etcd_guard_init(a);
+	if (!rc)
+		rc = wlk__etcd_agent_start(a);
 	if (rc) {
 		agent_free(a);
 		return rc;
