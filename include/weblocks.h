@@ -260,10 +260,11 @@
  *    new --initial-cluster-token, and re-fence the resources.
  *  - A process that dies without closing (SIGKILL, a crash, exec) loses
  *    its locks through its guard: a small process the agent spawns when
- *    its lease is granted (etcd-guard, in the package's libexec
- *    directory), which the kernel tells of the death (a pidfd of the
- *    process, and a socket whose end the process keeps close-on-exec).
- *    The guard revokes the lease at once, so the locks pass on a few
+ *    its lease is granted (etcd-guard, installed in the library's helper
+ *    directory: $(libexecdir)/weblocks, which configure prints, or
+ *    /usr/lib/<triplet>/weblocks in the Debian package), which the kernel
+ *    tells of the death (a pidfd of the process, and a socket whose end
+ *    the process keeps close-on-exec). The guard revokes the lease at once, so the locks pass on a few
  *    round trips after the death, whatever the TTL. The guard runs in a
  *    session of its own and is not the process's child: a wait for all
  *    its children neither waits for it nor reaps it, and its standard
