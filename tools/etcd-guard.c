@@ -285,6 +285,9 @@ int main(int argc, char **argv)
 			"open: spawned by hand?\n", FD_PIDFD, FD_SOCK);
 		return EXIT_USAGE;
 	}
+	/* Descriptors the program left open without close-on-exec are not
+	 * ours to keep open (a listening socket, a pipe's write end). */
+	(void)close_range(FD_SOCK + 1, ~0U, 0);
 	/* Not the process's child: it must not wait for us, nor reap us,
 	 * nor see us in a wait for all its children. Our parent, the
 	 * process's child for a moment, exits at once; it reaps that. */
@@ -296,10 +299,9 @@ int main(int argc, char **argv)
 	default:
 		_exit(EXIT_DONE);
 	}
-	/* Descriptors the program left open without close-on-exec are not
-	 * ours to keep open (a listening socket, a pipe's write end). */
-	(void)close_range(FD_SOCK + 1, ~0U, 0);
 	signal(SIGPIPE, SIG_IGN);
+	/* The process is gone when the pidfd says so (any event on it) or
+	 * the pair ends (drain()); a poll that cannot watch acts now. */
 	for (;;) {
 		int d = drain(&lease);
 
@@ -307,11 +309,8 @@ int main(int argc, char **argv)
 			return EXIT_DONE;
 		if (d < 0 || pf[0].revents)
 			break;
-		while (poll(pf, 2, -1) < 0)
-			if (errno != EINTR)
-				goto gone; /* cannot watch: act now */
-		/* POLLNVAL, POLLERR, POLLHUP on either: gone, too. */
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			break;
 	}
-gone:
 	return revoke_lease(lease, timeout_ms, argv + 4, argc - 4);
 }

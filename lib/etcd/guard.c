@@ -67,7 +67,6 @@ int wlk__etcd_guard_init(struct wlk__etcd_agent *a)
 {
 	const char *p = secure_getenv(WLK_ETCD_GUARD_ENV);
 
-	a->guard_fd = -1;
 	if (!p || !*p)
 		p = WLK_ETCD_GUARD_PATH;
 	else if (!strcmp(p, WLK_ETCD_GUARD_OFF))
@@ -162,8 +161,8 @@ static int reap(pid_t pid)
 
 /*
  * wlk__etcd_guard_start() - spawn @a's guard for its current lease, unless
- * there is none (wlk__etcd_guard_init()). Return: 0 (a->guard_fd is then our end
- * of the pair, or -1 without a guard), or a negative errno; the
+ * there is none (wlk__etcd_guard_init()). Return: 0 (a->guard_fd is then
+ * our end of the pair, or -1 without a guard), or a negative errno; the
  * agent goes on without a guard either way.
  */
 int wlk__etcd_guard_start(struct wlk__etcd_agent *a)

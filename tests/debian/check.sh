@@ -153,11 +153,6 @@ fi
 # guard, which passes a SIGKILLed holder's lock on long before its lease's
 # TTL (60 s here). On a throw-away cluster (tests/etcd/cluster.sh); said,
 # not counted, without etcd (CI installs it).
-wrun() {
-	env -u LD_LIBRARY_PATH -u WEBLOCKS_ETCD_GUARD \
-		WEBLOCKS_BACKEND="$backend" WEBLOCKS_ETCD_TTL=60 \
-		weblocks-run "$@"
-}
 step="etcd: the packaged guard passes a killed holder's lock on"
 guard=$(dpkg -L libweblocks1 | grep '/etcd-guard$')
 if ! command -v etcd >/dev/null; then
@@ -168,13 +163,14 @@ elif ! backend=$(bash "$srcdir/tests/etcd/cluster.sh" start "$tmp/etcd" \
 else
 	trap 'bash "$srcdir/tests/etcd/cluster.sh" stop "$tmp/etcd"; purge;
 		rm -rf "$tmp"' EXIT
-	# Not through wrun: $! must be weblocks-run's pid (env execs it).
-	env -u LD_LIBRARY_PATH -u WEBLOCKS_ETCD_GUARD \
-		WEBLOCKS_BACKEND="$backend" WEBLOCKS_ETCD_TTL=60 \
-		weblocks-run https://deb.example g sleep 60 &
+	# The installed library and its default guard; env execs
+	# weblocks-run, so $! below is weblocks-run's pid.
+	wrun=(env -u LD_LIBRARY_PATH -u WEBLOCKS_ETCD_GUARD
+		WEBLOCKS_BACKEND="$backend" WEBLOCKS_ETCD_TTL=60 weblocks-run)
+	"${wrun[@]}" https://deb.example g sleep 60 &
 	holder=$!
 	for _ in $(seq 100); do	# until the holder holds: 75, unavailable
-		wrun -n -q https://deb.example g true
+		"${wrun[@]}" -n -q https://deb.example g true
 		[[ $? == 75 ]] && break
 		sleep 0.1
 	done
@@ -182,7 +178,7 @@ else
 	kill -9 "$holder"
 	{ wait "$holder"; } 2>/dev/null	# without bash's "Killed" line
 	start=$(date +%s%N)
-	wrun -w 10 https://deb.example g true
+	"${wrun[@]}" -w 10 https://deb.example g true
 	rc=$? took=$((($(date +%s%N) - start) / 1000000))
 	if [[ -z $guard || $guards != 1 ]]; then
 		result "$step" FAIL "guard '$guard': $guards running"

@@ -171,24 +171,11 @@ static const char *fd_target(pid_t pid, int fd)
 	return buf;
 }
 
-/* POST {"ID": @lease} to /v3/lease/revoke on the first member. */
-static void revoke_lease(unsigned long long lease)
-{
-	const char *b = getenv("WEBLOCKS_BACKEND");
-	char cmd[1024];
 
-	cr_assert(b && !strncmp(b, "etcd://", 7), "no cluster");
-	b += strlen("etcd://");
-	snprintf(cmd, sizeof(cmd), "curl -sf -m 5 -o /dev/null "
-		 "http://%.*s/v3/lease/revoke -d '{\"ID\":\"%llu\"}'",
-		 (int)strcspn(b, ","), b, lease);
-	cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
-/* The parent's request for "g", queued behind the child; the child then
- * SIGKILLed. Return: ms from the kill to the grant (-1: not within
- * @wait_ms, the request timed out). */
-static long kill_and_wait(pid_t child, pid_t victim, unsigned int wait_ms)
+/* The parent's request for "g", queued behind @child; the child then
+ * SIGKILLed and reaped. Return: ms from the kill to the grant (-1: not
+ * within @wait_ms, the request timed out). */
+static long kill_and_wait(pid_t child, unsigned int wait_ms)
 {
 	struct wlk_manager *m = t_open();
 	struct wlk_options o = WLK_OPTIONS_INIT;
@@ -201,7 +188,7 @@ static long kill_and_wait(pid_t child, pid_t victim, unsigned int wait_ms)
 	cr_assert(t_wait_pending(m, "g", 1, 1), "the parent's request not "
 		  "queued");
 	killed = t_now_ns();
-	kill(victim, SIGKILL);
+	kill(child, SIGKILL);
 	cr_assert_eq(t_holder_wait_granted(&h), 0, "wlk_acquire() did not "
 		     "return");
 	took = h.got ? (long)((t_now_ns() - killed) / 1000000u) : -1;
@@ -210,8 +197,6 @@ static long kill_and_wait(pid_t child, pid_t victim, unsigned int wait_ms)
 	else
 		T_ASSERT_RC(h.acq_rc, WLK_ETIMEDOUT);
 	t_holder_join(&h);
-	if (victim != child)
-		kill(child, SIGKILL);
 	(void)t_wait(child, T_WAIT_MS);
 	return took;
 }
@@ -244,7 +229,7 @@ Test(etcd_guard, a_killed_holder_passes_on_long_before_its_ttl, T_FIX,
 	long took;
 
 	cr_assert_eq(t_get_byte(p.rd), 'h', "the child did not lock");
-	took = kill_and_wait(child, child, GUARD_MS);
+	took = kill_and_wait(child, GUARD_MS);
 	cr_assert_geq(took, 0, "not granted within %d ms of the kill (TTL "
 		      "%s s)", GUARD_MS, LONG_TTL);
 	t_pipe_close(&p);
@@ -263,7 +248,7 @@ Test(etcd_guard, the_guard_tries_the_next_member, T_FIX, .timeout = 30)
 	snprintf(backend, sizeof(backend), "etcd://127.0.0.1:1,%s", b + 7);
 	child = start_holder_at(&p, PAUSE, NULL, NULL, backend);
 	cr_assert_eq(t_get_byte(p.rd), 'h', "the child did not lock");
-	took = kill_and_wait(child, child, GUARD_MS);
+	took = kill_and_wait(child, GUARD_MS);
 	cr_assert_geq(took, 0, "not granted within %d ms of the kill, with "
 		      "the first member down", GUARD_MS);
 	t_pipe_close(&p);
@@ -296,7 +281,7 @@ Test(etcd_guard, a_fork_child_keeps_no_lock_of_a_killed_holder, T_FIX,
 
 	cr_assert_eq(t_get(p.rd, &kid, sizeof(kid), T_WAIT_MS), 0);
 	cr_assert_eq(t_get_byte(p.rd), 'h', "the child did not lock");
-	took = kill_and_wait(child, child, GUARD_MS);
+	took = kill_and_wait(child, GUARD_MS);
 	kill(kid, SIGKILL); /* init reaps it: its parent is gone */
 	cr_assert_geq(took, 0, "not granted within %d ms, with the holder's "
 		      "fork child alive", GUARD_MS);
@@ -308,15 +293,17 @@ Test(etcd_guard, a_renewed_lease_is_guarded_too, T_FIX, .timeout = 30)
 	struct t_pipe p;
 	pid_t child = start_holder(&p, RENEW_AND_PAUSE, NULL), g;
 	unsigned long long first;
+	char body[64];
 	long took;
 
 	cr_assert_eq(t_get_byte(p.rd), 'r', "the child did not lock");
 	g = guard_of(child);
 	cr_assert_gt(g, 0, "the holder has no guard");
 	first = guard_lease(g);
-	revoke_lease(first);
+	snprintf(body, sizeof(body), "{\"ID\":\"%llu\"}", first);
+	t_etcd_call("/v3/lease/revoke", body);
 	cr_assert_eq(t_get_byte(p.rd), 'h', "the child did not lock again");
-	took = kill_and_wait(child, child, GUARD_MS);
+	took = kill_and_wait(child, GUARD_MS);
 	cr_assert_geq(took, 0, "the new lease outlived its holder by %d ms",
 		      GUARD_MS);
 	t_pipe_close(&p);
@@ -343,7 +330,7 @@ Test(etcd_guard, a_killed_guard_is_replaced, T_FIX, .timeout = 30)
 	cr_assert(g2 != 0 && g2 != g, "no new guard within %d ms",
 		  T_WAIT_MS);
 	/* Its lease was just renewed: REPLACED_TTL s left, well above. */
-	took = kill_and_wait(child, child, REPLACED_MS);
+	took = kill_and_wait(child, REPLACED_MS);
 	cr_assert_geq(took, 0, "the new guard did not revoke the lease "
 		      "within %d ms", REPLACED_MS);
 	t_pipe_close(&p);
@@ -358,7 +345,7 @@ Test(etcd_guard, without_a_guard_the_lock_waits_for_the_ttl, T_FIX,
 
 	cr_assert_eq(t_get_byte(p.rd), 'h', "the child did not lock");
 	cr_assert_eq(guard_of(child), 0, "a guard, with none asked for");
-	took = kill_and_wait(child, child, NO_GUARD_MS);
+	took = kill_and_wait(child, NO_GUARD_MS);
 	cr_assert_eq(took, -1, "granted %ld ms after the kill, with no guard "
 		     "and a TTL of %s s", took, LONG_TTL);
 	t_pipe_close(&p);

@@ -46,6 +46,9 @@ struct wlk_manager *proxy_open(struct proxy *p, bool detect_deadlocks);
  * lib/etcd/codec.c makes it (etcd.h, the mapping), into @out (@cap
  * bytes, NUL-terminated); @out. */
 char *t_etcd_name_prefix(char *out, size_t cap, const char *name);
+/* POST @json to @path on the cluster's first member (not a proxy), and
+ * assert that the call succeeded; @json holds no single quote. */
+void t_etcd_call(const char *path, const char *json);
 /* POST {"key": @key, "<field>": @arg} to @path on the cluster's first
  * member (not a proxy), @key and @arg in base64 (@field NULL: the key
  * only), and assert that the call succeeded. */
