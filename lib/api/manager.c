@@ -67,6 +67,9 @@ static int manager_open(const char *origin,
 	m->refs = 1;
 	m->fork_gen = wlk__fork_gen();
 	CDS_INIT_LIST_HEAD(&m->pending);
+	CDS_INIT_LIST_HEAD(&m->groups);
+	CDS_INIT_LIST_HEAD(&m->loose);
+	CDS_INIT_LIST_HEAD(&m->timed);
 	CDS_INIT_LIST_HEAD(&m->watching);
 	rc = pthread_mutex_init(&m->amu, NULL);
 	if (rc) {

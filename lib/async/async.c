@@ -84,10 +84,15 @@ static int submit(struct wlk_manager *m, struct wlk_lock *l,
 		rc = fd < 0 ? fd : m->e->async_watch_fd(m, fd);
 	}
 	if (!rc) {
+		/* Filed first: the engine watches what the filed requests
+		 * wait for, this one's too. */
 		cds_list_add_tail(&r->link, &m->pending);
+		wlk__async_join(m, r, o);
 		rc = m->e->async_request(m, r, o);
 		if (rc)
-			cds_list_del(&r->link);
+			wlk__async_leave(r);
+		else if (r->settled)
+			wlk__async_loosen(m, r);
 	}
 	if (!rc && r->settled) { /* never granted: no lock */
 		wlk__lock_free(r->l);
@@ -146,6 +151,8 @@ WLK_EXPORT int wlk_async_cancel(struct wlk_async *r)
 	pthread_mutex_lock(&m->amu);
 	if (!r->cancel && m->async_on) {
 		r->cancel = true;
+		/* Settled out of order (engine.h, ASYNC ORDER). */
+		m->async_all = true;
 		wlk__async_give_up(m, r, WLK_EABORTED);
 		m->e->async_ring(m);
 	}

@@ -45,7 +45,7 @@ int wlk__async_get(struct wlk_manager *m)
 }
 
 /* Why a pending request should stop waiting, or 0. */
-static int why_stop(const struct wlk_async *r, uint64_t now)
+int wlk__async_why_stop(const struct wlk_async *r, uint64_t now)
 {
 	if (r->cancel)
 		return WLK_EABORTED;
@@ -57,7 +57,7 @@ static int why_stop(const struct wlk_async *r, uint64_t now)
 }
 
 /* A settled request with a status has no lock. */
-static void settled(struct wlk_async *r)
+void wlk__async_settled(struct wlk_async *r)
 {
 	if (r->status) {
 		wlk__lock_free(r->l);
@@ -76,28 +76,22 @@ void wlk__async_give_up(struct wlk_manager *m, struct wlk_async *r, int why)
 		return;
 	m->e->async_settle(m, r, why);
 	if (r->settled)
-		settled(r);
+		wlk__async_settled(r);
 }
 
-/* Under amu: move what completed onto @done and @stolen. */
-static void collect(struct wlk_manager *m, struct cds_list_head *done,
-		    struct cds_list_head *stolen)
+/* Under amu: move what completed onto @done (looking at every request
+ * unless @ordered says only grants came: engine.h, ASYNC ORDER; and at
+ * every request all the same if none completed in order), and the
+ * watched locks stolen onto @stolen. */
+static void collect(struct wlk_manager *m, bool ordered,
+		    struct cds_list_head *done, struct cds_list_head *stolen)
 {
-	struct wlk_async *r, *rt;
 	struct wlk_lock *l, *lt;
-	uint64_t now = wlk__now_ns();
 
-	cds_list_for_each_entry_safe(r, rt, &m->pending, link) {
-		if (!r->settled) {
-			m->e->async_settle(m, r, why_stop(r, now));
-			if (r->settled)
-				settled(r);
-		}
-		if (r->settled) {
-			cds_list_del(&r->link);
-			cds_list_add_tail(&r->link, done);
-		}
-	}
+	if (!ordered || !wlk__async_collect_ordered(m, done))
+		wlk__async_collect_all(m, done);
+	else
+		wlk__async_sort(done); /* callbacks run in request order */
 	cds_list_for_each_entry_safe(l, lt, &m->watching, watch) {
 		if (m->e->stolen(l)) {
 			cds_list_del(&l->watch);
@@ -144,8 +138,10 @@ WLK_EXPORT int wlk_manager_dispatch(struct wlk_manager *m)
 		return WLK_ESTATE;
 	pthread_mutex_lock(&m->amu);
 	if (m->async_on) {
-		m->e->async_drain(m);
-		collect(m, &done, &stolen);
+		bool ordered = m->e->async_drain(m) && !m->async_all;
+
+		m->async_all = false;
+		collect(m, ordered, &done, &stolen);
 		m->e->async_arm(m);
 	}
 	pthread_mutex_unlock(&m->amu);
@@ -210,11 +206,11 @@ static void async_close(struct wlk_manager *m)
 
 	pthread_mutex_lock(&m->amu);
 	cds_list_for_each_entry_safe(r, rt, &m->pending, link) {
-		cds_list_del(&r->link);
+		wlk__async_leave(r);
 		if (!r->settled || !r->status) {
 			r->status = WLK_ESTATE;
 			r->settled = true;
-			settled(r);
+			wlk__async_settled(r);
 		}
 		cds_list_add_tail(&r->link, &done);
 	}

@@ -74,6 +74,14 @@ struct wlk_manager {
 	pthread_mutex_t amu;     /* guards the async state below */
 	bool async_on;           /* the engine's async context exists */
 	struct cds_list_head pending;  /* struct wlk_async, not dispatched */
+	/* The same requests again, for a dispatch that looks only where a
+	 * grant can be (ASYNC ORDER, below): struct wlk__agroup, one per
+	 * name; and the rest, in request order. */
+	struct cds_list_head groups;
+	struct cds_list_head loose;
+	struct cds_list_head timed;    /* those with a deadline */
+	bool async_all;          /* the next dispatch looks at every one */
+	uint64_t async_seq;      /* the last request's seq */
 	struct cds_list_head watching; /* struct wlk_lock with on_stolen */
 	const struct wlk__async_hooks *async; /* [A] set under amu with the
 						 async context, never
@@ -118,9 +126,34 @@ struct wlk_signal {
 	int efd;       /* [A] eventfd for event loops (async.c), or -1 */
 };
 
+/*
+ * ASYNC ORDER. The spec grants the requests queued on one name in the
+ * order they were made, but for a steal (granted at once). So of one
+ * manager's plain requests on a name (no steal, no if_available, not a
+ * scope) only the first not yet settled can be granted next, and then
+ * the next one: a dispatch after a grant looks at the first of each
+ * name's group, and further only while they completed, and at each
+ * loose request (the others). What completes a request out of that
+ * order - its signal, its deadline, a cancel, a blocker's death, a
+ * repair - makes the next dispatch look at every request (the engine's
+ * async_drain() says so, or m->async_all), and so does a dispatch that
+ * found nothing in order. The cost of a dispatch is then the number of
+ * names, loose requests and completions, not of requests waiting.
+ */
+struct wlk__agroup {
+	struct cds_list_head link; /* in m->groups */
+	struct cds_list_head reqs; /* struct wlk_async, in request order */
+	size_t len;
+	char name[];               /* len bytes + NUL */
+};
+
 /* struct wlk_async: a request made by wlk_request_async(). */
 struct wlk_async {
 	struct cds_list_head link; /* in m->pending, under m->amu */
+	struct cds_list_head glink; /* in its group's reqs, or m->loose */
+	struct wlk__agroup *group;  /* or NULL: loose */
+	struct cds_list_head tlink; /* in m->timed if it has a deadline */
+	uint64_t seq;               /* request order in its manager */
 	struct wlk_manager *m;
 	struct wlk_lock *l; /* handed to the callback when granted */
 	wlk_granted_cb cb;
@@ -223,8 +256,9 @@ struct wlk__engine {
 	int (*async_request)(struct wlk_manager *m, struct wlk_async *r,
 			     const struct wlk_options *o);
 	/* Empty the descriptor's sources before the requests are looked
-	 * at. */
-	void (*async_drain)(struct wlk_manager *m);
+	 * at. Return: true if only grants can have come since the last
+	 * drain (ASYNC ORDER), false if anything else may have. */
+	bool (*async_drain)(struct wlk_manager *m);
 	/* Settle @r if it completed, or give it up for @why (a cancel, its
 	 * signal's reason, WLK_ETIMEDOUT) if not 0: r->settled, r->status
 	 * and, granted, r->l->token. */

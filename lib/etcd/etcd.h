@@ -465,7 +465,7 @@ int wlk__etcd_async_watch_fd(struct wlk_manager *m, int fd) WLK_INTERNAL;
 void wlk__etcd_async_ring(struct wlk_manager *m) WLK_INTERNAL;
 int wlk__etcd_async_request(struct wlk_manager *m, struct wlk_async *r,
 			    const struct wlk_options *o) WLK_INTERNAL;
-void wlk__etcd_async_drain(struct wlk_manager *m) WLK_INTERNAL;
+bool wlk__etcd_async_drain(struct wlk_manager *m) WLK_INTERNAL;
 void wlk__etcd_async_settle(struct wlk_manager *m, struct wlk_async *r,
 			    int why) WLK_INTERNAL;
 void wlk__etcd_async_arm(struct wlk_manager *m) WLK_INTERNAL;

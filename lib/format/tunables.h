@@ -68,10 +68,11 @@
 /* Processes whose death one async manager watches through pidfds; more
  * fall back to WLK_RECHECK_NS. */
 #define PIDFD_MAX 32
-/* Names whose blockers one async manager's watch looks for once each,
- * behind its last request there (async_pid.c); past these, once per
- * request. */
-#define LAST_NAMES 32
+/* Holders and requests of a name an event loop looks at for the processes
+ * blocking its last request there (reap.c, wlk__blockers_live()): a
+ * dispatch's cost stays the same behind a longer queue; a longer queue
+ * falls back to WLK_RECHECK_NS. */
+#define WLK_ASYNC_WALK 64
 /* Grants whose waiters (and doorbells) are woken, from a list on the
  * stack; more are woken through their names' grants words. */
 #define WLK_WAKE_BATCH 32

@@ -121,10 +121,12 @@ static bool set_add(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
  * The agents that can keep request @ri of name @ni waiting: holders of the
  * name and requests ahead of @ri in the queue (all of them for WLK_NIL).
  * Later arrivals cannot, except a stealer, and a steal wakes every waiter
- * of the name to look again. Return: false if there were more than @max.
+ * of the name to look again. @walk: how many holders and requests to look
+ * at, at most. Return: false if there were more than @max, or than @walk.
  */
 static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
-		     uint32_t *set, unsigned int *n, unsigned int max)
+		     uint32_t *set, unsigned int *n, unsigned int max,
+		     uint32_t walk)
 {
 	const struct wlk_seg_name *nm = wlk__name_at(b, ni);
 	uint32_t lists[2];
@@ -144,6 +146,8 @@ static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 				wlk__corrupt(b);
 				return false;
 			}
+			if (!walk--)
+				return false;
 			fits = set_add(b, i, set, n, max) && fits;
 			i = r->next;
 		}
@@ -151,10 +155,11 @@ static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 	return fits;
 }
 
-/* The agents ahead of pending request @ri, at most @max (capped); of a
- * scope's member, ahead of any member on its name (layout.h, SCOPES). */
+/* The agents ahead of pending request @ri, at most @max (capped), looking
+ * at @walk holders and requests at most per name; of a scope's member,
+ * ahead of any member on its name (layout.h, SCOPES). */
 static bool blockers_of(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
-			unsigned int *k, unsigned int max)
+			unsigned int *k, unsigned int max, uint32_t walk)
 {
 	uint32_t m[WLK_SCOPE_MEMBERS_MAX];
 	int n = 1;
@@ -170,7 +175,7 @@ static bool blockers_of(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
 		return false;
 	for (int i = 0; i < n; i++)
 		fits = blockers(b, wlk__req(b, m[i])->name, m[i], set, k,
-				max) && fits;
+				max, walk) && fits;
 	return fits;
 }
 
@@ -186,7 +191,7 @@ bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
 {
 	uint32_t set[WLK_WATCH_MAX];
 	unsigned int k = 0;
-	bool all = blockers_of(b, ri, set, &k, max);
+	bool all = blockers_of(b, ri, set, &k, max, UINT32_MAX);
 
 	*n = 0;
 	for (unsigned int i = 0; i < k; i++) {
@@ -226,7 +231,7 @@ static bool reap_name(struct wlk__bucket *b, uint32_t ni,
 	uint32_t set[WLK_WATCH_MAX], before = wake->n_reaped;
 	unsigned int k = 0;
 
-	blockers(b, ni, WLK_NIL, set, &k, WLK_WATCH_MAX);
+	blockers(b, ni, WLK_NIL, set, &k, WLK_WATCH_MAX, UINT32_MAX);
 	for (unsigned int i = 0; i < k; i++)
 		agent_probe(b, set[i], wake);
 	return wake->n_reaped != before;
@@ -273,7 +278,12 @@ int wlk__request_reaping(struct wlk__bucket *b, const struct wlk__enqueue *e,
 /*
  * wlk__blockers_live() - the live agents blocking pending request @ri,
  * after reaping the dead ones (for event loops, which watch them through
- * pidfds). Return: false if there were more than @max.
+ * pidfds). Only the holders and the first requests of its queue are looked
+ * at, WLK_ASYNC_WALK in all, so that a dispatch costs the same behind any
+ * number of requests: the processes that can make it wait the longest are
+ * those nearest the head. An event loop recomputes the set at each
+ * dispatch, and re-checks on a timer when it did not see them all.
+ * Return: false if there were more than @max, or than the walk saw.
  */
 bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
 			struct wlk__wake *wake, uint32_t *agents,
@@ -281,7 +291,7 @@ bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
 {
 	uint32_t set[WLK_WATCH_MAX];
 	unsigned int k = 0;
-	bool all = blockers_of(b, ri, set, &k, max);
+	bool all = blockers_of(b, ri, set, &k, max, WLK_ASYNC_WALK);
 
 	*n = 0;
 	for (unsigned int i = 0; i < k; i++)

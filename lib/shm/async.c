@@ -65,6 +65,7 @@ int wlk__shm_async_open(struct wlk_manager *pub)
 	if (!a)
 		return -ENOMEM;
 	a->bell.efd = a->bell.sock = -1;
+	a->epoch = uatomic_read(&m->b->hdr->recovery_epoch);
 	a->epfd = epoll_create1(EPOLL_CLOEXEC);
 	a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	rc = a->epfd < 0 || a->tfd < 0 ? wlk__errno(errno) : 0;
@@ -109,8 +110,8 @@ static void timer_arm(struct wlk__shm_manager *m, struct wlk__actx *a)
 	struct wlk_async *r;
 	uint64_t next = 0;
 
-	cds_list_for_each_entry(r, &m->pub.pending, link)
-		if (r->deadline && (!next || r->deadline < next))
+	cds_list_for_each_entry(r, &m->pub.timed, tlink)
+		if (!next || r->deadline < next)
 			next = r->deadline;
 	if (a->recheck && (!next || a->recheck < next))
 		next = a->recheck;
@@ -118,10 +119,14 @@ static void timer_arm(struct wlk__shm_manager *m, struct wlk__actx *a)
 		its.it_value.tv_sec = (time_t)(next / WLK_NSEC_PER_SEC);
 		its.it_value.tv_nsec = (long)(next % WLK_NSEC_PER_SEC);
 	}
-	/* Disarming an unarmed timer is a system call for nothing. */
+	/* Disarming an unarmed timer, or arming it again for the same
+	 * time, is a system call for nothing. */
+	if (next == a->timer_at && (next != 0) == a->timer_armed)
+		return;
 	if (next || a->timer_armed)
 		timerfd_settime(a->tfd, TFD_TIMER_ABSTIME, &its, NULL);
 	a->timer_armed = next != 0;
+	a->timer_at = next;
 }
 
 void wlk__shm_async_arm(struct wlk_manager *pub)
@@ -154,25 +159,32 @@ static bool pid_maybe_fired(struct wlk__shm_manager *m, struct wlk__actx *a)
 	return false;
 }
 
-/* Empty every source of the descriptor; forget pidfds that fired. */
-void wlk__shm_async_drain(struct wlk_manager *pub)
+/*
+ * Empty every source of the descriptor; forget pidfds that fired. Return:
+ * true if only grants can have come (engine.h, ASYNC ORDER): no inner
+ * source fired (a deadline, a signal, a blocker's death) and no repair
+ * ran (it may have dropped any request).
+ */
+bool wlk__shm_async_drain(struct wlk_manager *pub)
 {
 	struct wlk__shm_manager *m = wlk__shm_m(pub);
 	struct wlk__actx *a = m->actx;
 	struct wlk_seg_client *c = wlk__client_at(m->b, m->client);
 	struct epoll_event ev[EVENTS_BATCH];
-	uint64_t ticks;
+	uint64_t ticks, epoch = uatomic_read(&m->b->hdr->recovery_epoch);
+	bool repaired = epoch != a->epoch;
 	int n;
 
+	a->epoch = epoch;
 	wlk__bell_drain(&a->bell, c ? &c->bell_dgrams : NULL);
 	/* The inner sources only when the watcher saw one (the common
 	 * grant takes no more system calls), or a watched blocker may have
 	 * exited before the watcher got to it. */
 	if (!uatomic_xchg(&a->inner_fired, 0) &&
 	    !(a->n_pid && pid_maybe_fired(m, a)))
-		return;
-	if (a->timer_armed)
-		(void)!read(a->tfd, &ticks, sizeof(ticks));
+		return !repaired;
+	if (a->timer_armed && read(a->tfd, &ticks, sizeof(ticks)) > 0)
+		a->timer_armed = false; /* it fired: armed no more */
 	while ((n = epoll_wait(a->epfd, ev, EVENTS_BATCH, 0)) > 0) {
 		for (int i = 0; i < n; i++)
 			wlk__pidwatch_fired(a, ev[i].data.fd);
@@ -180,6 +192,7 @@ void wlk__shm_async_drain(struct wlk_manager *pub)
 			break;
 	}
 	wlk__watcher_rearm(a);
+	return false;
 }
 
 /* Settle @r if it completed; the segment mutex is taken as needed. */

@@ -70,58 +70,55 @@ static bool blockers_add(struct wlk__shm_manager *m, uint32_t ri,
 	return all;
 }
 
-/* Per name, the last of our pending requests in its queue (the highest
- * request order): what the requests before it wait for, it waits for too. */
-struct last_of_name {
-	uint32_t ni, slot, seq;
-};
+/* Add the live blockers of @r to @agents, if it is still pending.
+ * Return: -1 if it is not, else whether all fit. */
+static int request_blockers(struct wlk__shm_manager *m, struct wlk_async *r,
+			    struct wlk__wake *wake, uint32_t *agents,
+			    unsigned int *n)
+{
+	const struct wlk__shm_lock *l = wlk__shm_l(r->l);
+
+	if (r->settled || wlk__req(m->b, l->slot)->word !=
+				  WLK_WORD(l->gen, WLK_SLOT_PENDING))
+		return -1;
+	return blockers_add(m, l->slot, wake, agents, n);
+}
 
 /*
  * Under the segment mutex: live blockers of all pending requests. A name's
- * blockers are looked for once, behind our last request in its queue, not
- * once per request: a thousand requests of one manager on one name walk
- * the queue once, not a thousand times. (Past LAST_NAMES names, and for
- * scopes, whose members wait on several names, each request on its own.)
+ * blockers are looked for once, behind our last request in its queue (the
+ * last of its group: engine.h, ASYNC ORDER), not once per request: what
+ * the requests before it wait for, it waits for too, and a thousand
+ * requests of one manager on one name cost one look. Loose requests (a
+ * scope's members wait on several names) are looked at each on its own.
  * Return: false if there were more than fit.
  */
 static bool blockers_of(struct wlk__shm_manager *m, struct wlk__actx *a,
 			uint32_t *agents, unsigned int *n)
 {
-	struct last_of_name last[LAST_NAMES];
-	unsigned int nl = 0;
-	struct wlk__wake wake;
+	struct wlk__agroup *g;
 	struct wlk_async *r;
+	struct wlk__wake wake;
 	bool all = true;
 
 	(void)a;
 	*n = 0;
 	if (wlk__lock(m->b, &wake))
 		return false;
-	cds_list_for_each_entry(r, &m->pub.pending, link) {
-		const struct wlk__shm_lock *l;
-		const struct wlk_seg_request *q;
-		unsigned int j = 0;
+	cds_list_for_each_entry(g, &m->pub.groups, link) {
+		/* From the last back to one still pending: the last, but
+		 * after a cancel that the next dispatch collects. */
+		cds_list_for_each_entry_reverse(r, &g->reqs, glink) {
+			int rc = request_blockers(m, r, &wake, agents, n);
 
-		if (r->settled)
-			continue;
-		l = wlk__shm_l(r->l);
-		q = wlk__req(m->b, l->slot);
-		if (q->word != WLK_WORD(l->gen, WLK_SLOT_PENDING))
-			continue;
-		while (j < nl && last[j].ni != q->name)
-			j++;
-		if ((q->flags & WLK_REQF_SCOPE) || j == LAST_NAMES) {
-			all &= blockers_add(m, l->slot, &wake, agents, n);
-		} else if (j == nl) {
-			last[nl++] = (struct last_of_name){q->name, l->slot,
-							   q->seq};
-		} else if (WLK_SEQ_AFTER(q->seq, last[j].seq)) {
-			last[j].slot = l->slot;
-			last[j].seq = q->seq;
+			if (rc >= 0) {
+				all &= rc;
+				break;
+			}
 		}
 	}
-	for (unsigned int j = 0; j < nl; j++)
-		all &= blockers_add(m, last[j].slot, &wake, agents, n);
+	cds_list_for_each_entry(r, &m->pub.loose, glink)
+		all &= request_blockers(m, r, &wake, agents, n) != 0;
 	/* Reaping above may have granted us: the flush rings our bell. */
 	wlk__unlock(m->b, &wake);
 	return all;
@@ -234,6 +231,11 @@ void wlk__pidwatch_update(struct wlk__shm_manager *m, struct wlk__actx *a)
 	}
 	if (!watch_lifelines(m->b, a))
 		all = false;
-	/* What is not watched is looked at again on a timer. */
-	a->recheck = all ? 0 : wlk__now_ns() + WLK_RECHECK_NS;
+	/* What is not watched is looked at again on a timer: the one set
+	 * already, while it is still to come (re-arming the timer at each
+	 * dispatch would be a system call each). */
+	if (all)
+		a->recheck = 0;
+	else if (a->recheck <= wlk__now_ns())
+		a->recheck = wlk__now_ns() + WLK_RECHECK_NS;
 }

@@ -381,6 +381,8 @@ struct wlk__actx {
 	unsigned int n_life;
 	uint64_t recheck; /* a blocker is not watched: look again then */
 	bool timer_armed;  /* the timerfd may fire: read it when draining */
+	uint64_t timer_at; /* when, if armed */
+	uint64_t epoch;    /* the header's recovery_epoch, at the last drain */
 };
 
 /* async.c: the engine's async operations (struct wlk__engine). */
@@ -390,7 +392,7 @@ int wlk__shm_async_watch_fd(struct wlk_manager *m, int fd) WLK_INTERNAL;
 void wlk__shm_async_ring(struct wlk_manager *m) WLK_INTERNAL;
 int wlk__shm_async_request(struct wlk_manager *m, struct wlk_async *r,
 			   const struct wlk_options *o) WLK_INTERNAL;
-void wlk__shm_async_drain(struct wlk_manager *m) WLK_INTERNAL;
+bool wlk__shm_async_drain(struct wlk_manager *m) WLK_INTERNAL;
 void wlk__shm_async_settle(struct wlk_manager *m, struct wlk_async *r,
 			   int why) WLK_INTERNAL;
 void wlk__shm_async_arm(struct wlk_manager *m) WLK_INTERNAL;

@@ -1571,3 +1571,144 @@ Test(async, a_callback_may_close_its_own_manager, T_FIX, .timeout = 20)
 	cr_assert_eq(t_held_n(o, NULL, 0), 1, "the closed manager's locks");
 	T_ASSERT_RC(wlk_release(busy), 0);
 }
+
+/*
+ * Dispatch looks only where a grant can be (engine.h, ASYNC ORDER): the
+ * first unsettled request of each name, the loose ones, and every request
+ * after a deadline, a signal or a cancel. These complete out of request
+ * order, and each must still be delivered.
+ */
+
+Test(async, completions_out_of_request_order_are_delivered, T_FIX,
+     .timeout = 20)
+{
+	struct wlk_manager *m = t_open(), *o = t_open();
+	struct wlk_options ot = { .timeout_ns = 50 * 1000000ull };
+	struct rec a = { 0 }, b = { 0 }, c = { .release = true };
+	struct rec d = { 0 };
+	struct wlk_lock *l = NULL;
+	int fd = wlk_manager_fd(m);
+
+	T_ASSERT_RC(wlk_acquire(o, "q", 1, NULL, &l), 0);
+	T_ASSERT_RC(req_async(m, "q", NULL, &a), 0);
+	T_ASSERT_RC(req_async(m, "q", &ot, &b), 0);  /* behind a: times out */
+	T_ASSERT_RC(req_async(m, "q", NULL, &c), 0);
+	T_ASSERT_RC(req_async(m, "q", NULL, &d), 0);  /* behind c: cancelled */
+	cr_assert_eq(t_pending_n(m, "q", 1), 4);
+
+	cr_assert(pump(m, 1), "the deadline behind a request was missed");
+	T_ASSERT_RC(b.status, WLK_ETIMEDOUT);
+	cr_assert_eq(atomic_load(&a.calls) + atomic_load(&c.calls) +
+			     atomic_load(&d.calls), 0);
+
+	/* d is cancelled as the holder goes: the one dispatch that finds a
+	 * granted in order, with c still queued behind it, must find d. */
+	T_ASSERT_RC(wlk_async_cancel(d.req), 0);
+	T_ASSERT_RC(wlk_release(l), 0);
+	cr_assert_eq(poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1,
+			  T_WAIT_MS), 1);
+	cr_assert_eq(wlk_manager_dispatch(m), 2);
+	T_ASSERT_RC(a.status, 0);
+	T_ASSERT_RC(d.status, WLK_EABORTED);
+	cr_assert_eq(atomic_load(&c.calls), 0, "c granted while a holds");
+	cr_assert_eq(t_pending_n(m, "q", 1), 1, "c stays queued");
+
+	T_ASSERT_RC(wlk_release(a.lock), 0);
+	cr_assert(pump(m, 4), "%d of 4 callbacks", atomic_load(&g_calls));
+	T_ASSERT_RC(c.status, 0);
+	T_ASSERT_RC(t_dispatch_ready(m), 0);
+	cr_assert_eq(atomic_load(&g_calls), 4, "a callback ran twice");
+	cr_assert_eq(t_pending_n(m, NULL, 0), 0);
+}
+
+Test(async, each_names_requests_are_delivered_in_their_order, T_FIX,
+     .timeout = 20)
+{
+	enum { N = 8 };
+	struct wlk_manager *m = t_open(), *o = t_open();
+	struct rec x[N] = { 0 }, y[N] = { 0 };
+	struct wlk_lock *lx = NULL, *ly = NULL;
+
+	T_ASSERT_RC(wlk_acquire(o, "x", 1, NULL, &lx), 0);
+	T_ASSERT_RC(wlk_acquire(o, "y", 1, NULL, &ly), 0);
+	for (int i = 0; i < N; i++) {
+		x[i].release = y[i].release = true;
+		T_ASSERT_RC(req_async(m, "x", i % 2 ? &sh : NULL, &x[i]), 0);
+		T_ASSERT_RC(req_async(m, "y", NULL, &y[i]), 0);
+	}
+	/* y's holder goes: every y request in turn, no x request. */
+	T_ASSERT_RC(wlk_release(ly), 0);
+	cr_assert(pump(m, N), "%d of %d y callbacks", atomic_load(&g_calls),
+		  N);
+	for (int i = 0; i < N; i++) {
+		T_ASSERT_RC(y[i].status, 0);
+		cr_assert_eq(atomic_load(&x[i].calls), 0, "x %d called", i);
+		if (i)
+			cr_assert_gt(y[i].seq, y[i - 1].seq);
+	}
+	T_ASSERT_RC(wlk_release(lx), 0);
+	cr_assert(pump(m, 2 * N), "%d of %d callbacks", atomic_load(&g_calls),
+		  2 * N);
+	for (int i = 0; i < N; i++) {
+		T_ASSERT_RC(x[i].status, 0);
+		if (i)
+			cr_assert_gt(x[i].seq, x[i - 1].seq);
+	}
+	cr_assert_eq(t_pending_n(m, NULL, 0), 0);
+}
+
+Test(async, a_steal_behind_own_queued_requests_is_delivered, T_FIX,
+     .timeout = 20)
+{
+	struct wlk_manager *m = t_open(), *o = t_open();
+	struct rec a = { .release = true }, s = { 0 }, f = { 0 };
+	struct wlk_lock *l = NULL;
+
+	T_ASSERT_RC(wlk_acquire(o, "q", 1, NULL, &l), 0);
+	T_ASSERT_RC(req_async(m, "q", NULL, &a), 0);
+	/* Granted at once, ahead of m's own queued request. */
+	T_ASSERT_RC(req_async(m, "q", &steal, &s), 0);
+	cr_assert(pump(m, 1), "the steal was not delivered");
+	T_ASSERT_RC(s.status, 0);
+	cr_assert_not_null(s.lock);
+	cr_assert_eq(atomic_load(&a.calls), 0, "a granted with the steal");
+	/* An if_available miss on the stolen name, behind a too. */
+	T_ASSERT_RC(req_async(m, "q", &ex_ia, &f), 0);
+	cr_assert(pump(m, 2), "the if_available miss was not delivered");
+	T_ASSERT_RC(f.status, 0);
+	cr_assert_null(f.lock);
+	T_ASSERT_RC(wlk_release(s.lock), 0);
+	cr_assert(pump(m, 3), "a was not granted after the steal's release");
+	T_ASSERT_RC(a.status, 0);
+	T_ASSERT_RC(wlk_release(l), WLK_ESTOLEN);
+}
+
+Test(async, one_dispatch_runs_callbacks_in_request_order, T_FIX,
+     .timeout = 20)
+{
+	enum { N = 6 };
+	static const char *const names[N] = {"y", "x", "y", "z", "x", "z"};
+	struct wlk_manager *m = t_open(), *o = t_open();
+	struct rec r[N] = { 0 };
+	struct wlk_lock *l[3] = { NULL };
+	int fd = wlk_manager_fd(m);
+
+	T_ASSERT_RC(wlk_acquire(o, "x", 1, NULL, &l[0]), 0);
+	T_ASSERT_RC(wlk_acquire(o, "y", 1, NULL, &l[1]), 0);
+	T_ASSERT_RC(wlk_acquire(o, "z", 1, NULL, &l[2]), 0);
+	for (int i = 0; i < N; i++)
+		T_ASSERT_RC(req_async(m, names[i], &sh, &r[i]), 0);
+	/* Every name's holder goes before one dispatch finds them all. */
+	for (int i = 0; i < 3; i++)
+		T_ASSERT_RC(wlk_release(l[i]), 0);
+	cr_assert_eq(poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1,
+			  T_WAIT_MS), 1);
+	cr_assert_eq(wlk_manager_dispatch(m), N);
+	for (int i = 0; i < N; i++) {
+		T_ASSERT_RC(r[i].status, 0);
+		if (i)
+			cr_assert_gt(r[i].seq, r[i - 1].seq,
+				     "callback %d ran before %d", i, i - 1);
+		T_ASSERT_RC(wlk_release(r[i].lock), 0);
+	}
+}
