@@ -18,8 +18,15 @@
  * futex word of its own and the holder waking the next one directly (a
  * FIFO queue could not hand over with less): how much of the deeper
  * ring's cost is the kernel's and the CPUs', not the library's.
+ *
+ * The event loops' ring: the same N + 1 requests, made with
+ * wlk_request_async() by one event loop per process (asleep in poll() on
+ * wlk_manager_fd(), then wlk_manager_dispatch()); the grant callback
+ * holds, releases and requests again. No thread sleeps per request, so
+ * the depth costs the kernel nothing: what it costs is the library's.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +35,7 @@
 
 #include "bench.h"
 #include "locks.h"
+#include <weblocks/async.h>
 
 #define HOLD_NS (50 * NSEC_PER_USEC)
 #define MAX_THREADS 1024
@@ -42,6 +50,7 @@ struct ring {
 	volatile uint32_t go;      /* every waiter is queued */
 	volatile uint32_t stop;
 	volatile uint32_t raw;     /* the anchor's ring (top of file) */
+	volatile uint32_t loop;    /* the event loops' ring (top of file) */
 	volatile uint32_t ready;   /* raw: threads asleep on their turn */
 	volatile uint32_t turn[MAX_THREADS]; /* raw: thread i's turn */
 	volatile uint64_t t_release;
@@ -54,6 +63,7 @@ struct ring {
 static struct ring *ring;
 static struct wlk_manager *pm; /* this process's manager */
 static int nthreads, proc;
+static int outstanding; /* the event loop's requests not yet completed */
 
 /* The anchor's acquire: wait for our turn on our own word. */
 static void raw_acquire(int me)
@@ -73,6 +83,23 @@ static void raw_release(int me)
 	fwake(&ring->turn[next]);
 }
 
+/* Ring member @me was granted: take a sample, hold; before the release,
+ * say who releases when. */
+static void hold(int me)
+{
+	while (!ring->go)
+		fwait(&ring->go, 0); /* member 0, while others queue */
+	if (ring->t_release && ring->owner % 2 != me % 2 &&
+	    ring->n < ring->limit)
+		ring->lat_us[ring->n++] =
+			(double)(now_ns() - ring->t_release) / 1e3;
+	if (ring->n >= ring->limit)
+		ring->stop = 1;
+	spin_until(now_ns() + HOLD_NS);
+	ring->owner = me;
+	ring->t_release = now_ns();
+}
+
 static void *ring_thread(void *arg)
 {
 	int me = (int)(intptr_t)arg;
@@ -85,23 +112,57 @@ static void *ring_thread(void *arg)
 			raw_acquire(me);
 		else
 			check(wlk_acquire(pm, "q", 1, NULL, &l), "acquire");
-		while (!ring->go)
-			fwait(&ring->go, 0); /* thread 0, while others queue */
-		if (ring->t_release && ring->owner % 2 != me % 2 &&
-		    ring->n < ring->limit)
-			ring->lat_us[ring->n++] =
-				(double)(now_ns() - ring->t_release) / 1e3;
-		if (ring->n >= ring->limit)
-			ring->stop = 1;
-		spin_until(now_ns() + HOLD_NS);
-		ring->owner = me;
-		ring->t_release = now_ns();
+		hold(me);
 		if (ring->raw)
 			raw_release(me);
 		else
 			check(wlk_release(l), "release");
 		if (ring->stop)
 			return NULL; /* the ring drains: nobody queues again */
+	}
+}
+
+static void loop_granted(struct wlk_async *req, int status,
+			 struct wlk_lock *l, void *arg);
+
+static void loop_request(int me)
+{
+	check(wlk_request_async(pm, "q", 1, NULL, loop_granted,
+				(void *)(intptr_t)me, NULL),
+	      "request_async");
+	outstanding++;
+}
+
+/* The event loops' ring: the grant callback of member @arg. */
+static void loop_granted(struct wlk_async *req, int status,
+			 struct wlk_lock *l, void *arg)
+{
+	int me = (int)(intptr_t)arg;
+
+	(void)req;
+	check(status, "granted");
+	outstanding--;
+	hold(me);
+	check(wlk_release(l), "release");
+	if (!ring->stop)
+		loop_request(me); /* at the tail again */
+}
+
+/* This process's event loop: queue its members as admitted, then sleep
+ * in poll() and dispatch until none of its requests is left. */
+static void loop_run(void)
+{
+	struct pollfd p = {.fd = wlk_manager_fd(pm), .events = POLLIN};
+
+	for (int i = proc; i < nthreads; i += 2) {
+		while (!ring->admit[i])
+			fwait(&ring->admit[i], 0);
+		loop_request(i);
+	}
+	while (outstanding > 0) {
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			die("poll: %s", strerror(errno));
+		check(wlk_manager_dispatch(pm) < 0 ? -1 : 0, "dispatch");
 	}
 }
 
@@ -114,6 +175,11 @@ static int ring_proc(void *arg)
 	proc = (int)(intptr_t)arg;
 	pin_cpu(proc);
 	check(wlk_manager_open(lkw.origin, NULL, &pm), "open");
+	if (ring->loop) {
+		loop_run();
+		wlk_manager_close(pm);
+		return 0;
+	}
 	pthread_attr_init(&a);
 	pthread_attr_setstacksize(&a, 64 * 1024);
 	for (int i = proc; i < nthreads; i += 2)
@@ -138,11 +204,15 @@ static size_t pending(struct wlk_manager *m, size_t *held)
 	return n;
 }
 
-/* One run with @n waiters (@raw: the anchor's ring); appends to @pass and
- * returns the median. */
+/* Which ring a run forms: threads with the library, the anchor's
+ * threads, or event loops' requests. */
+enum ring_kind { RING_LIB, RING_RAW, RING_LOOP, RING_KINDS };
+
+/* One run with @n waiters; appends to @pass and returns the median. */
 static double run(struct wlk_manager *m, int n, uint32_t samples,
-		  struct samples *pass, bool raw)
+		  struct samples *pass, enum ring_kind kind)
 {
+	bool raw = kind == RING_RAW;
 	struct samples rep = {0};
 	pid_t pid[2];
 	size_t held;
@@ -151,6 +221,7 @@ static double run(struct wlk_manager *m, int n, uint32_t samples,
 	memset(ring, 0, sizeof(*ring));
 	ring->limit = samples + WARMUP;
 	ring->raw = raw;
+	ring->loop = kind == RING_LOOP;
 	ring->turn[0] = 1;
 	nthreads = n + 1;
 	for (int p = 0; p < 2; p++)
@@ -179,7 +250,7 @@ static double run(struct wlk_manager *m, int n, uint32_t samples,
 	return med;
 }
 
-static void report(struct fig *f, struct fig *raw)
+static void report(struct fig *f, struct fig *raw, struct fig *loop)
 {
 	struct summary s, one = fig_sum(&f[0]);
 	size_t last = 0;
@@ -230,17 +301,33 @@ static void report(struct fig *f, struct fig *raw)
 				   points[last], x, rn.median / r1.median,
 				   points[last], s.median / rn.median);
 		}
+		if (loop[0].n && loop[last].n) {
+			struct summary l1 = fig_sum(&loop[0]);
+			struct summary ln = fig_sum(&loop[last]);
+
+			snprintf(key, sizeof(key), "p5.queue.loop");
+			snprintf(label, sizeof(label),
+				 "handoff to the head of a queue of %d "
+				 "exclusive requests of 2 event loops on 2 "
+				 "CPUs", points[last]);
+			emit_fig(key, "5", label, "us", &ln);
+			emit_anchor(key, "the same with 1 request waiting "
+				    "(same run)", "us", &l1);
+			emit_ratio_target(key, "<= 1.2x the 1-waiter handoff",
+					  ln.median / l1.median, 1.2, false);
+		}
 	}
 }
 
 int main(int argc, char **argv)
 {
-	struct fig f[NPOINTS] = {0}, raw[NPOINTS] = {0};
+	struct fig f[RING_KINDS][NPOINTS];
 	struct wlk_manager *m;
 	size_t npoints;
 	uint32_t samples;
 	int reps;
 
+	memset(f, 0, sizeof(f));
 	bench_init(argc, argv, "scale_queue");
 	reps = QN(3, 1);
 	samples = QN(300, 100);
@@ -254,35 +341,34 @@ int main(int argc, char **argv)
 	lk_world_init("p5q");
 	check(wlk_manager_open(lkw.origin, NULL, &m), "open");
 	for (int p = 0; p < bopt.passes; p++) {
-		struct samples pass[NPOINTS] = {{0}}, meds[NPOINTS] = {{0}};
-		struct samples rpass[NPOINTS] = {{0}}, rmeds[NPOINTS] = {{0}};
+		struct samples pass[RING_KINDS][NPOINTS] = {{{0}}};
+		struct samples meds[RING_KINDS][NPOINTS] = {{{0}}};
 
-		/* The library's ring and the anchor's, interleaved. */
+		/* The three rings interleaved; the library's threads at
+		 * every depth, the others at the first and the last. */
 		for (int k = 0; k < reps; k++)
+			for (size_t i = 0; i < npoints; i++)
+				for (int r = 0; r < RING_KINDS; r++) {
+					if (r != RING_LIB && i != 0 &&
+					    i != npoints - 1)
+						continue;
+					samples_add(&meds[r][i],
+						    run(m, points[i], samples,
+							&pass[r][i], r));
+				}
+		for (int r = 0; r < RING_KINDS; r++)
 			for (size_t i = 0; i < npoints; i++) {
-				samples_add(&meds[i], run(m, points[i], samples,
-							  &pass[i], false));
-				if (i != 0 && i != npoints - 1)
-					continue;
-				samples_add(&rmeds[i],
-					    run(m, points[i], samples,
-						&rpass[i], true));
+				if (meds[r][i].n)
+					fig_add(&f[r][i],
+						median(meds[r][i].v,
+						       meds[r][i].n),
+						quantile(pass[r][i].v,
+							 pass[r][i].n, 0.99));
+				samples_free(&pass[r][i]);
+				samples_free(&meds[r][i]);
 			}
-		for (size_t i = 0; i < npoints; i++) {
-			fig_add(&f[i], median(meds[i].v, meds[i].n),
-				quantile(pass[i].v, pass[i].n, 0.99));
-			if (rmeds[i].n)
-				fig_add(&raw[i],
-					median(rmeds[i].v, rmeds[i].n),
-					quantile(rpass[i].v, rpass[i].n,
-						 0.99));
-			samples_free(&pass[i]);
-			samples_free(&meds[i]);
-			samples_free(&rpass[i]);
-			samples_free(&rmeds[i]);
-		}
 	}
-	report(f, raw);
+	report(f[RING_LIB], f[RING_RAW], f[RING_LOOP]);
 	wlk_manager_close(m);
 	lk_world_fini();
 	bench_fini();
