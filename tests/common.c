@@ -184,6 +184,8 @@ static const struct {
 	{ "broadcast", "the shared-memory engine's futex broadcast" },
 	{ "coldstart", "creating the segment" },
 	{ "damaged", "damages the segment" },
+	{ "deep", "the shared-memory engine's watch of the processes ahead "
+	  "in a queue (lib/repair/reap.c)" },
 	{ "deadlock_mp::a_dead_process_leaves_no_cycle",
 	  "a dead process's locks and requests stay until its lease's TTL: "
 	  "until then its cycle is one" },

@@ -257,6 +257,10 @@ _Static_assert(WLK_CLAIM_GEN_SHIFT + WLK_CLAIM_HIGH_BITS <= 64u &&
 			     * name's fast word (FAST, not HELD) */
 #define WLK_REQF_SCOPE 0x4u /* a member of a scope request (SCOPES) */
 #define WLK_REQF_LEAD 0x8u  /* and the one its requester waits on */
+#define WLK_REQF_PARTIAL 0x10u /* its blocked waiter watches the agents of
+				* only the first WLK_WATCH_WALK holders and
+				* requests of its name: woken to look again
+				* when it is first in the queue (reap.c) */
 
 /* wlk_seg_name.list (NAME LISTS) */
 enum wlk_name_list {

@@ -68,11 +68,11 @@
 /* Processes whose death one async manager watches through pidfds; more
  * fall back to WLK_RECHECK_NS. */
 #define PIDFD_MAX 32
-/* Holders and requests of a name an event loop looks at for the processes
- * blocking its last request there (reap.c, wlk__blockers_live()): a
- * dispatch's cost stays the same behind a longer queue; a longer queue
- * falls back to WLK_RECHECK_NS. */
-#define WLK_ASYNC_WALK 64
+/* Holders and requests of a name a waiter looks at for the processes
+ * blocking it (reap.c): queueing, and an event loop's dispatch, cost the
+ * same behind a longer queue; a waiter further back is woken to look
+ * again when it reaches the head, and re-checks every WLK_RECHECK_NS. */
+#define WLK_WATCH_WALK 64
 /* Grants whose waiters (and doorbells) are woken, from a list on the
  * stack; more are woken through their names' grants words. */
 #define WLK_WAKE_BATCH 32

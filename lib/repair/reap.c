@@ -22,6 +22,15 @@
  * the lifeline's lock word, exactly as a glibc waiter would before
  * sleeping, and the kernel's robust-list processing wakes a waiter of a
  * dead owner's word.
+ *
+ * A waiter looks for its blockers among the first WLK_WATCH_WALK holders
+ * and requests of its name only, so that queueing costs the same behind
+ * any number of requests. A waiter further back watches the agents
+ * nearest the head, which are the ones that block longest, and its
+ * request is marked WLK_REQF_PARTIAL: when it becomes the first pending
+ * request, the granter wakes it to look again (spec/queue.c), and until
+ * then it re-checks every WLK_RECHECK_NS. A dead agent further back in
+ * the queue blocks nobody before it reaches the head.
  */
 #include <errno.h>
 
@@ -122,11 +131,12 @@ static bool set_add(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
  * name and requests ahead of @ri in the queue (all of them for WLK_NIL).
  * Later arrivals cannot, except a stealer, and a steal wakes every waiter
  * of the name to look again. @walk: how many holders and requests to look
- * at, at most. Return: false if there were more than @max, or than @walk.
+ * at, at most; *@capped is set if there were more. Return: false if there
+ * were more than @max, or than @walk.
  */
 static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 		     uint32_t *set, unsigned int *n, unsigned int max,
-		     uint32_t walk)
+		     uint32_t walk, bool *capped)
 {
 	const struct wlk_seg_name *nm = wlk__name_at(b, ni);
 	uint32_t lists[2];
@@ -146,8 +156,10 @@ static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 				wlk__corrupt(b);
 				return false;
 			}
-			if (!walk--)
+			if (!walk--) {
+				*capped = true;
 				return false;
+			}
 			fits = set_add(b, i, set, n, max) && fits;
 			i = r->next;
 		}
@@ -156,10 +168,11 @@ static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 }
 
 /* The agents ahead of pending request @ri, at most @max (capped), looking
- * at @walk holders and requests at most per name; of a scope's member,
- * ahead of any member on its name (layout.h, SCOPES). */
+ * at WLK_WATCH_WALK holders and requests at most per name (*@capped if
+ * there were more); of a scope's member, ahead of any member on its name
+ * (layout.h, SCOPES). */
 static bool blockers_of(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
-			unsigned int *k, unsigned int max, uint32_t walk)
+			unsigned int *k, unsigned int max, bool *capped)
 {
 	uint32_t m[WLK_SCOPE_MEMBERS_MAX];
 	int n = 1;
@@ -175,14 +188,16 @@ static bool blockers_of(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
 		return false;
 	for (int i = 0; i < n; i++)
 		fits = blockers(b, wlk__req(b, m[i])->name, m[i], set, k,
-				max, walk) && fits;
+				max, WLK_WATCH_WALK, capped) && fits;
 	return fits;
 }
 
 /*
  * wlk__watch_set() - reap the dead among the agents blocking pending
  * request @ri and arm the lifelines of the live ones for watching: on
- * return @v[0..*n) are lifeline words with the value to sleep on.
+ * return @v[0..*n) are lifeline words with the value to sleep on. The
+ * request is marked WLK_REQF_PARTIAL if its queue was longer than the
+ * walk (top of file).
  * Return: false if not every blocker could be watched (the caller then
  * re-checks on a timer).
  */
@@ -191,7 +206,15 @@ bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
 {
 	uint32_t set[WLK_WATCH_MAX];
 	unsigned int k = 0;
-	bool all = blockers_of(b, ri, set, &k, max, UINT32_MAX);
+	bool capped = false;
+	/* Cut short by the walk alone, the set is all the waiter needs
+	 * until it reaches the head: no faster re-check for that. */
+	bool all = blockers_of(b, ri, set, &k, max, &capped) ||
+		   (capped && k < max);
+	struct wlk_seg_request *r = wlk__req(b, ri);
+
+	r->flags = (uint8_t)(capped ? r->flags | WLK_REQF_PARTIAL
+				    : r->flags & ~WLK_REQF_PARTIAL);
 
 	*n = 0;
 	for (unsigned int i = 0; i < k; i++) {
@@ -231,7 +254,9 @@ static bool reap_name(struct wlk__bucket *b, uint32_t ni,
 	uint32_t set[WLK_WATCH_MAX], before = wake->n_reaped;
 	unsigned int k = 0;
 
-	blockers(b, ni, WLK_NIL, set, &k, WLK_WATCH_MAX, UINT32_MAX);
+	bool capped = false;
+
+	blockers(b, ni, WLK_NIL, set, &k, WLK_WATCH_MAX, UINT32_MAX, &capped);
 	for (unsigned int i = 0; i < k; i++)
 		agent_probe(b, set[i], wake);
 	return wake->n_reaped != before;
@@ -278,11 +303,10 @@ int wlk__request_reaping(struct wlk__bucket *b, const struct wlk__enqueue *e,
 /*
  * wlk__blockers_live() - the live agents blocking pending request @ri,
  * after reaping the dead ones (for event loops, which watch them through
- * pidfds). Only the holders and the first requests of its queue are looked
- * at, WLK_ASYNC_WALK in all, so that a dispatch costs the same behind any
- * number of requests: the processes that can make it wait the longest are
- * those nearest the head. An event loop recomputes the set at each
- * dispatch, and re-checks on a timer when it did not see them all.
+ * pidfds). As for a blocked waiter, only the first WLK_WATCH_WALK holders
+ * and requests of its name are looked at; an event loop recomputes the
+ * set at each dispatch, and re-checks on a timer when it did not see
+ * them all (async_pid.c).
  * Return: false if there were more than @max, or than the walk saw.
  */
 bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
@@ -291,7 +315,8 @@ bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
 {
 	uint32_t set[WLK_WATCH_MAX];
 	unsigned int k = 0;
-	bool all = blockers_of(b, ri, set, &k, max, WLK_ASYNC_WALK);
+	bool capped = false;
+	bool all = blockers_of(b, ri, set, &k, max, &capped);
 
 	*n = 0;
 	for (unsigned int i = 0; i < k; i++)

@@ -272,12 +272,12 @@ int wlk__shm_async_request(struct wlk_manager *pub, struct wlk_async *r,
 		return settled_at_once(m, r, 0); /* an if_available miss */
 	if (rc)
 		return rc;
-	if (r->deadline)
-		timer_arm(m, m->actx);
 	if (wlk__req(m->b, l->slot)->word != WLK_WORD(l->gen, WLK_SLOT_PENDING))
 		wlk__bell_ring_self(&m->actx->bell);
 	else
 		wlk__pidwatch_update(m, m->actx);
+	/* Its deadline, or the re-check of blockers not all watched. */
+	timer_arm(m, m->actx);
 	return 0;
 }
 

@@ -316,6 +316,8 @@ struct wlk__watch {
 	unsigned int n;
 	bool complete; /* every blocker is watched */
 	bool stale;    /* recompute before sleeping again */
+	bool partial;  /* of the agents nearest the head (WLK_REQF_PARTIAL):
+			* recompute when woken */
 };
 int wlk__wait_for(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		  const struct wlk_options *o, uint64_t deadline,

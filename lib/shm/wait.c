@@ -20,9 +20,12 @@ static void watch_arm(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 	w->n = 0;
 	w->complete = true;
 	w->stale = false;
-	if (wlk__req(b, slot)->word == WLK_WORD(gen, WLK_SLOT_PENDING))
+	w->partial = false;
+	if (wlk__req(b, slot)->word == WLK_WORD(gen, WLK_SLOT_PENDING)) {
 		w->complete = wlk__watch_set(b, slot, wake, w->v,
 					     WLK_WATCH_MAX, &w->n);
+		w->partial = wlk__req(b, slot)->flags & WLK_REQF_PARTIAL;
+	}
 }
 
 static int watch_refresh(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
@@ -168,8 +171,13 @@ static int wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 
 	/* A grant that comes while spinning costs no system call on either
 	 * side (the granter skips the wake of a waiter not marked
-	 * sleeping). Nobody queues behind a waiter: no early stop. */
-	if (wlk__spin(left_pending, NULL, &p, WLK_SPIN_NS))
+	 * sleeping). Nobody queues behind a waiter: no early stop. Never
+	 * past the deadline: a timeout shorter than the spin ends on time. */
+	uint64_t spin = WLK_SPIN_NS, t0 = wlk__now_ns();
+
+	if (deadline && deadline < t0 + spin)
+		spin = deadline > t0 ? deadline - t0 : 0;
+	if (spin && wlk__spin(left_pending, NULL, &p, spin))
 		return 0;
 	for (;;) {
 		struct wlk__waitv v[WAIT_WORDS];
@@ -200,7 +208,10 @@ static int wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 		rc = sleep_on(r, w, nm, g, v, n, until);
 		if (rc == WORD_MOVED)
 			continue;
-		if (rc == -ETIMEDOUT && until != deadline)
+		/* A waiter watching the agents nearest the head as they were
+		 * is woken to look again when it reaches it (reap.c). */
+		if ((rc == -ETIMEDOUT && until != deadline) ||
+		    (rc == 0 && watch->partial))
 			watch->stale = true;
 		lifelines_pass_on(watch);
 	}
@@ -333,7 +344,7 @@ void wlk__watch_init(struct wlk__bucket *b, struct wlk__shm_lock *l,
 		watch_arm(b, l->slot, l->gen, wake, watch);
 	else
 		*watch = (struct wlk__watch){.n = 0, .complete = true,
-					    .stale = true};
+					    .stale = true, .partial = false};
 }
 
 /*

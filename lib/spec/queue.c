@@ -81,15 +81,15 @@ static uint32_t shared_run(struct wlk__bucket *b, uint32_t ri,
 }
 
 /*
- * wlk__process_queue() - spec 4.4: grant requests from the head of the
- * name's queue for as long as they are grantable. Without scopes that is
- * the head, again and again. A scope member is granted with its whole
- * scope when every member is clear (layout.h, SCOPES); a shared one that
- * is not is passed over, and the shared requests behind it are still
- * granted (the draft's rule), but nothing exclusive is.
+ * Spec 4.4: grant requests from the head of the name's queue for as long
+ * as they are grantable. Without scopes that is the head, again and again.
+ * A scope member is granted with its whole scope when every member is
+ * clear (layout.h, SCOPES); a shared one that is not is passed over, and
+ * the shared requests behind it are still granted (the draft's rule), but
+ * nothing exclusive is.
  */
-int wlk__process_queue(struct wlk__bucket *b, uint32_t ni,
-		       struct wlk__wake *wake)
+static int grant_from_head(struct wlk__bucket *b, uint32_t ni,
+			   struct wlk__wake *wake)
 {
 	struct wlk_seg_name *n = wlk__name(b, ni);
 	uint32_t ri = n->q_head;
@@ -131,6 +131,32 @@ int wlk__process_queue(struct wlk__bucket *b, uint32_t ni,
 		if (rc)
 			return rc;
 		ri = next;
+	}
+	return 0;
+}
+
+/*
+ * wlk__process_queue() - spec 4.4 for name @ni (grant_from_head()); then
+ * the request first in its queue, if its blocked waiter watches only the
+ * agents nearest the head as they were when it queued further back
+ * (WLK_REQF_PARTIAL, repair/reap.c), is woken to look again: those that
+ * block it now are its to watch.
+ */
+int wlk__process_queue(struct wlk__bucket *b, uint32_t ni,
+		       struct wlk__wake *wake)
+{
+	struct wlk_seg_name *n = wlk__name(b, ni);
+	int rc = grant_from_head(b, ni, wake);
+	uint32_t hi = n->q_head;
+	struct wlk_seg_request *h;
+
+	if (rc || hi == WLK_NIL || !(h = wlk__req_at(b, hi)))
+		return rc;
+	if ((h->flags & (WLK_REQF_PARTIAL | WLK_REQF_ASYNC)) ==
+	    WLK_REQF_PARTIAL) {
+		/* Once: its new look clears the mark, or sets it again. */
+		h->flags = (uint8_t)(h->flags & ~WLK_REQF_PARTIAL);
+		wlk__wake_add(b, wake, hi);
 	}
 	return 0;
 }
