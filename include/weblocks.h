@@ -66,14 +66,21 @@
  *    kernel wakes them when it dies; they take over its slot, release its
  *    locks and grant the queue. Measured failover (holder SIGKILLed ->
  *    blocked waiter in another process granted): bench/results.md, part 3
- *    (bench/failover). A request waiting behind more than 32 other
- *    processes (WLK_WATCH_MAX in lib/tunables.h) also re-checks every
- *    100 ms (WLK_RECHECK_NS). Asynchronous requests (weblocks/async.h)
- *    are woken the same way, by exit and exec alike: a library thread sleeps on
- *    the lifelines of their blockers, and the manager's descriptor becomes
- *    readable within milliseconds of the death; only beyond 32 blocking
- *    processes per manager (PIDFD_MAX) or in the process (WLK_WATCH_MAX)
- *    does it fall back to the 100 ms re-check. Locks of a dead process
+ *    (bench/failover). A request looks for the processes blocking it
+ *    among the first 64 holders and requests of its name
+ *    (WLK_WATCH_WALK in lib/tunables.h), so that queueing costs the same
+ *    behind any number of requests; one queued further back is woken
+ *    once when it reaches the head of the queue, to watch the processes
+ *    ahead of it then (a process that dies further back blocks nobody
+ *    before it gets there). A request waiting behind more than 32 other
+ *    processes (WLK_WATCH_MAX) also re-checks every 100 ms
+ *    (WLK_RECHECK_NS). Asynchronous requests (weblocks/async.h) are woken
+ *    the same way, by exit and exec alike: a library thread sleeps on the
+ *    lifelines of their blockers, and the manager's descriptor becomes
+ *    readable within milliseconds of the death; beyond 32 blocking
+ *    processes per manager (PIDFD_MAX) or in the process (WLK_WATCH_MAX),
+ *    or behind more than 64 holders and requests, an event loop also
+ *    re-checks every 100 ms. Locks of a dead process
  *    that nobody waits for are released by the next request that would
  *    wait for them, by wlk_query(), or by the next process opening the
  *    bucket.

@@ -204,6 +204,14 @@ WLK_EXPORT int wlk_manager_fd(struct wlk_manager *m);
  * callbacks. Never blocks on other lock holders. A deadline that passed
  * after the request was granted does not count: it completes granted.
  *
+ * Cost: after grants, a dispatch looks at the first outstanding request
+ * of each name the manager has requests on (the spec grants one name's
+ * requests in the order they were made; steal, if_available and scope
+ * requests are looked at each), so it costs the same behind any number
+ * of outstanding requests of a name. After a deadline, an abort, a
+ * cancel or a process's death it looks at every outstanding request
+ * once.
+ *
  * Context: thread-safe (concurrent dispatchers share the callbacks out).
  *
  * Return: the number of callbacks run (0 if none were ready), or
