@@ -28,9 +28,10 @@
  * any number of requests. A waiter further back watches the agents
  * nearest the head, which are the ones that block longest, and its
  * request is marked WLK_REQF_PARTIAL: when it becomes the first pending
- * request, the granter wakes it to look again (spec/queue.c), and until
- * then it re-checks every WLK_RECHECK_NS. A dead agent further back in
- * the queue blocks nobody before it reaches the head.
+ * request, the granter wakes it to look again (spec/queue.c). A dead
+ * agent further back in the queue blocks nobody before it reaches the
+ * head. Behind more holders than the walk (shared ones), a waiter
+ * re-checks every WLK_RECHECK_NS instead.
  */
 #include <errno.h>
 
@@ -131,8 +132,8 @@ static bool set_add(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
  * name and requests ahead of @ri in the queue (all of them for WLK_NIL).
  * Later arrivals cannot, except a stealer, and a steal wakes every waiter
  * of the name to look again. @walk: how many holders and requests to look
- * at, at most; *@capped is set if there were more. Return: false if there
- * were more than @max, or than @walk.
+ * at, at most; *@capped is set if the walk ended in the queue. Return:
+ * false if there were more than @max, or than @walk.
  */
 static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 		     uint32_t *set, unsigned int *n, unsigned int max,
@@ -157,7 +158,12 @@ static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 				return false;
 			}
 			if (!walk--) {
-				*capped = true;
+				/* Cut short in the queue: partial until at
+				 * the head. Among more holders than the walk
+				 * (shared ones): no wake at the head helps,
+				 * as none joins them before it; the caller
+				 * re-checks on the short timer. */
+				*capped = l == 1;
 				return false;
 			}
 			fits = set_add(b, i, set, n, max) && fits;
@@ -169,8 +175,8 @@ static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 
 /* The agents ahead of pending request @ri, at most @max (capped), looking
  * at WLK_WATCH_WALK holders and requests at most per name (*@capped if
- * there were more); of a scope's member, ahead of any member on its name
- * (layout.h, SCOPES). */
+ * the walk ended in a queue); of a scope's member, ahead of any member on
+ * its name (layout.h, SCOPES). */
 static bool blockers_of(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
 			unsigned int *k, unsigned int max, bool *capped)
 {
