@@ -12,10 +12,8 @@ int wlk__async_get(struct wlk_manager *m) WLK_INTERNAL;
 void wlk__async_give_up(struct wlk_manager *m, struct wlk_async *r,
 			int why) WLK_INTERNAL;
 
-void wlk__async_settled(struct wlk_async *r) WLK_INTERNAL;
-int wlk__async_why_stop(const struct wlk_async *r, uint64_t now) WLK_INTERNAL;
-
 /* order.c */
+void wlk__async_settled(struct wlk_async *r) WLK_INTERNAL;
 void wlk__async_join(struct wlk_manager *m, struct wlk_async *r,
 		     const struct wlk_options *o) WLK_INTERNAL;
 void wlk__async_leave(struct wlk_async *r) WLK_INTERNAL;

@@ -44,27 +44,6 @@ int wlk__async_get(struct wlk_manager *m)
 	return 0;
 }
 
-/* Why a pending request should stop waiting, or 0. */
-int wlk__async_why_stop(const struct wlk_async *r, uint64_t now)
-{
-	if (r->cancel)
-		return WLK_EABORTED;
-	if (r->sig && uatomic_read(&r->sig->reason))
-		return uatomic_read(&r->sig->reason);
-	if (r->deadline && now >= r->deadline)
-		return WLK_ETIMEDOUT;
-	return 0;
-}
-
-/* A settled request with a status has no lock. */
-void wlk__async_settled(struct wlk_async *r)
-{
-	if (r->status) {
-		wlk__lock_free(r->l);
-		r->l = NULL;
-	}
-}
-
 /*
  * wlk__async_give_up() - under amu: settle pending request @r for @why
  * now (wlk_async_cancel()): it leaves its queue before the call returns,

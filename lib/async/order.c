@@ -10,6 +10,27 @@
 
 #include "async_internal.h"
 
+/* Why a pending request should stop waiting, or 0. */
+static int why_stop(const struct wlk_async *r, uint64_t now)
+{
+	if (r->cancel)
+		return WLK_EABORTED;
+	if (r->sig && uatomic_read(&r->sig->reason))
+		return uatomic_read(&r->sig->reason);
+	if (r->deadline && now >= r->deadline)
+		return WLK_ETIMEDOUT;
+	return 0;
+}
+
+/* wlk__async_settled() - a settled request with a status has no lock. */
+void wlk__async_settled(struct wlk_async *r)
+{
+	if (r->status) {
+		wlk__lock_free(r->l);
+		r->l = NULL;
+	}
+}
+
 /* The group of the name @name (@len bytes), or NULL. */
 static struct wlk__agroup *group_find(struct wlk_manager *m, const char *name,
 				      size_t len)
@@ -107,7 +128,7 @@ static bool take(struct wlk_manager *m, struct wlk_async *r, int why,
  * wlk__async_collect_ordered() - move onto @done what completed, looking
  * only where a grant can be: each group's first requests while they
  * completed, and every loose request. Each looked at is settled for what
- * stops it, as in the full look (wlk__async_why_stop()): a signal aborted
+ * stops it, as in the full look (why_stop()): a signal aborted
  * before the watcher thread saw it still wins over a grant that came
  * with it. Return: how many moved.
  */
@@ -126,7 +147,7 @@ size_t wlk__async_collect_ordered(struct wlk_manager *m,
 
 			r = cds_list_entry(g->reqs.next, struct wlk_async,
 					   glink);
-			if (!take(m, r, wlk__async_why_stop(r, now), done))
+			if (!take(m, r, why_stop(r, now), done))
 				break;
 			moved++;
 			if (last)
@@ -134,7 +155,7 @@ size_t wlk__async_collect_ordered(struct wlk_manager *m,
 		}
 	}
 	cds_list_for_each_entry_safe(r, rt, &m->loose, glink)
-		moved += take(m, r, wlk__async_why_stop(r, now), done);
+		moved += take(m, r, why_stop(r, now), done);
 	return moved;
 }
 
@@ -209,5 +230,5 @@ void wlk__async_collect_all(struct wlk_manager *m, struct cds_list_head *done)
 	uint64_t now = wlk__now_ns();
 
 	cds_list_for_each_entry_safe(r, rt, &m->pending, link)
-		take(m, r, wlk__async_why_stop(r, now), done);
+		take(m, r, why_stop(r, now), done);
 }

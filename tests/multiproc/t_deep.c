@@ -88,6 +88,22 @@ static int child_acquire(void *arg)
 	return 0;
 }
 
+/* The parent (@m) holds "d" (*@l); then F queues FILLERS shared requests
+ * and X one exclusive request behind them. */
+static void queue_behind_fillers(struct wlk_manager *m, struct wlk_lock **l,
+				 struct child *f, pid_t *pf, struct child *x,
+				 pid_t *px)
+{
+	T_ASSERT_RC(wlk_acquire(m, "d", 1, NULL, l), 0);
+	child_open(f);
+	*pf = t_fork(child_fillers, f);
+	cr_assert_eq(t_get_byte(f->up.rd), 'q', "fillers did not queue");
+	cr_assert(t_wait_pending(m, "d", 1, FILLERS));
+	child_open(x);
+	*px = t_fork(child_acquire, x);
+	cr_assert(t_wait_pending(m, "d", 1, FILLERS + 1), "X did not queue");
+}
+
 /*
  * The parent holds "d"; FILLERS shared requests of one process queue,
  * then X, then W. W's first look sees the parent and the fillers' process
@@ -103,14 +119,7 @@ Test(deep, a_waiter_reaching_the_head_watches_the_new_holder, T_FIX,
 	pid_t pf, px, pw;
 	uint64_t t0;
 
-	T_ASSERT_RC(wlk_acquire(m, "d", 1, NULL, &l), 0);
-	child_open(&f);
-	pf = t_fork(child_fillers, &f);
-	cr_assert_eq(t_get_byte(f.up.rd), 'q', "fillers did not queue");
-	cr_assert(t_wait_pending(m, "d", 1, FILLERS));
-	child_open(&x);
-	px = t_fork(child_acquire, &x);
-	cr_assert(t_wait_pending(m, "d", 1, FILLERS + 1), "X did not queue");
+	queue_behind_fillers(m, &l, &f, &pf, &x, &px);
 	child_open(&w);
 	pw = t_fork(child_acquire, &w);
 	cr_assert(t_wait_pending(m, "d", 1, FILLERS + 2), "W did not queue");
@@ -161,14 +170,7 @@ Test(deep, an_event_loop_behind_a_deep_queue_sees_the_holder_die, T_FIX,
 	struct child f, x;
 	pid_t pf, px;
 
-	T_ASSERT_RC(wlk_acquire(m, "d", 1, NULL, &l), 0);
-	child_open(&f);
-	pf = t_fork(child_fillers, &f);
-	cr_assert_eq(t_get_byte(f.up.rd), 'q', "fillers did not queue");
-	cr_assert(t_wait_pending(m, "d", 1, FILLERS));
-	child_open(&x);
-	px = t_fork(child_acquire, &x);
-	cr_assert(t_wait_pending(m, "d", 1, FILLERS + 1), "X did not queue");
+	queue_behind_fillers(m, &l, &f, &pf, &x, &px);
 	T_ASSERT_RC(wlk_request_async(wm, "d", 1, NULL, granted_flag, &got,
 				      NULL), 0);
 	T_ASSERT_RC(t_dispatch_ready(wm), 0);
