@@ -30,8 +30,8 @@
  * request is marked WLK_REQF_PARTIAL: when it becomes the first pending
  * request, the granter wakes it to look again (spec/queue.c). A dead
  * agent further back in the queue blocks nobody before it reaches the
- * head. Behind more holders than the walk (shared ones), a waiter
- * re-checks every WLK_RECHECK_NS instead.
+ * head. Behind more holders than the walk (shared ones), and for a
+ * scope, a waiter re-checks every WLK_RECHECK_NS instead.
  */
 #include <errno.h>
 
@@ -212,15 +212,19 @@ bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
 {
 	uint32_t set[WLK_WATCH_MAX];
 	unsigned int k = 0;
+	struct wlk_seg_request *r = wlk__req(b, ri);
+	/* A scope waits on its lead's word, which no head of a member's
+	 * queue names: it re-checks on the short timer instead. */
+	bool scope = r->flags & WLK_REQF_SCOPE;
 	bool capped = false;
 	/* Cut short by the walk alone, the set is all the waiter needs
 	 * until it reaches the head: no faster re-check for that. */
 	bool all = blockers_of(b, ri, set, &k, max, &capped) ||
-		   (capped && k < max);
-	struct wlk_seg_request *r = wlk__req(b, ri);
+		   (capped && k < max && !scope);
 
-	r->flags = (uint8_t)(capped ? r->flags | WLK_REQF_PARTIAL
-				    : r->flags & ~WLK_REQF_PARTIAL);
+	r->flags = (uint8_t)(capped && !scope
+				     ? r->flags | WLK_REQF_PARTIAL
+				     : r->flags & ~WLK_REQF_PARTIAL);
 
 	*n = 0;
 	for (unsigned int i = 0; i < k; i++) {

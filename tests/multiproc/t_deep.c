@@ -24,10 +24,12 @@ static const struct wlk_options sh = { .mode = WLK_SHARED };
 struct child {
 	struct t_pipe up;   /* child -> parent */
 	struct t_pipe down; /* parent -> child */
+	bool scope;         /* child_acquire(): "c" and "d" as one scope */
 };
 
 static void child_open(struct child *c)
 {
+	memset(c, 0, sizeof(*c));
 	t_pipe_open(&c->up);
 	t_pipe_open(&c->down);
 }
@@ -70,17 +72,20 @@ static int child_fillers(void *arg)
 	return 0;
 }
 
-/* Child: a blocking exclusive acquire of "d"; 'g' once held; then holds
- * until told (or killed). */
+/* Child: a blocking exclusive acquire of "d" (and "c" with it, as one
+ * scope, if c->scope); 'g' once held; then holds until told (or
+ * killed). */
 static int child_acquire(void *arg)
 {
+	static const struct wlk_name cd[] = {{"c", 1}, {"d", 1}};
 	struct child *c = arg;
 	struct wlk_manager *m = NULL;
 	struct wlk_lock *l = NULL;
 	char b;
 
 	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 10);
-	T_CHILD_CHECK(wlk_acquire(m, "d", 1, NULL, &l) == 0, 11);
+	T_CHILD_CHECK((c->scope ? wlk_acquire_scope(m, cd, 2, NULL, &l)
+				: wlk_acquire(m, "d", 1, NULL, &l)) == 0, 11);
 	T_CHILD_CHECK(t_put_byte(c->up.wr, 'g') == 0, 12);
 	T_CHILD_CHECK(t_get(c->down.rd, &b, 1, 3 * T_WAIT_MS) == 0, 13);
 	T_CHILD_CHECK(wlk_release(l) == 0, 14);
@@ -108,10 +113,10 @@ static void queue_behind_fillers(struct wlk_manager *m, struct wlk_lock **l,
  * The parent holds "d"; FILLERS shared requests of one process queue,
  * then X, then W. W's first look sees the parent and the fillers' process
  * only. The parent lets go, the fillers pass, X holds; W, now first in
- * the queue, must watch X: X is killed, and W is granted at once.
+ * the queue, must watch X: X is killed, and W is granted at once (a
+ * scope, at its next re-check: WLK_RECHECK_NS).
  */
-Test(deep, a_waiter_reaching_the_head_watches_the_new_holder, T_FIX,
-     .timeout = 40)
+static void new_holder_dies(bool scope)
 {
 	struct wlk_manager *m = t_open();
 	struct wlk_lock *l = NULL;
@@ -121,6 +126,7 @@ Test(deep, a_waiter_reaching_the_head_watches_the_new_holder, T_FIX,
 
 	queue_behind_fillers(m, &l, &f, &pf, &x, &px);
 	child_open(&w);
+	w.scope = scope;
 	pw = t_fork(child_acquire, &w);
 	cr_assert(t_wait_pending(m, "d", 1, FILLERS + 2), "W did not queue");
 
@@ -147,6 +153,18 @@ Test(deep, a_waiter_reaching_the_head_watches_the_new_holder, T_FIX,
 	child_close(&f);
 	child_close(&x);
 	child_close(&w);
+}
+
+Test(deep, a_waiter_reaching_the_head_watches_the_new_holder, T_FIX,
+     .timeout = 40)
+{
+	new_holder_dies(false);
+}
+
+Test(deep, a_scope_behind_a_deep_queue_sees_the_new_holder_die, T_FIX,
+     .timeout = 40)
+{
+	new_holder_dies(true);
 }
 
 /* The same with W an event loop: the new holder's death reaches it
