@@ -73,7 +73,8 @@
  *    once when it reaches the head of the queue, to watch the processes
  *    ahead of it then (a process that dies further back blocks nobody
  *    before it gets there). A request waiting behind more than 32 other
- *    processes (WLK_WATCH_MAX) also re-checks every 100 ms
+ *    processes (WLK_WATCH_MAX), behind more than 64 shared holders, or
+ *    a scope queued further back than 64, also re-checks every 100 ms
  *    (WLK_RECHECK_NS). Asynchronous requests (weblocks/async.h) are woken
  *    the same way, by exit and exec alike: a library thread sleeps on the
  *    lifelines of their blockers, and the manager's descriptor becomes
