@@ -173,10 +173,14 @@ static int wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 	 * side (the granter skips the wake of a waiter not marked
 	 * sleeping). Nobody queues behind a waiter: no early stop. Never
 	 * past the deadline: a timeout shorter than the spin ends on time. */
-	uint64_t spin = WLK_SPIN_NS, t0 = wlk__now_ns();
+	uint64_t spin = WLK_SPIN_NS;
 
-	if (deadline && deadline < t0 + spin)
-		spin = deadline > t0 ? deadline - t0 : 0;
+	if (deadline) {
+		uint64_t t0 = wlk__now_ns();
+
+		if (deadline < t0 + spin)
+			spin = deadline > t0 ? deadline - t0 : 0;
+	}
 	if (spin && wlk__spin(left_pending, NULL, &p, spin))
 		return 0;
 	for (;;) {
