@@ -1712,3 +1712,47 @@ Test(async, one_dispatch_runs_callbacks_in_request_order, T_FIX,
 		T_ASSERT_RC(wlk_release(r[i].lock), 0);
 	}
 }
+
+/* The same at scale: 300 requests over 5 names in a shuffled order, all
+ * granted before one dispatch, run in request order (the merge of the
+ * names' runs, lib/async/order.c). */
+Test(async, one_dispatch_orders_hundreds_of_callbacks_over_names, T_FIX,
+     .timeout = 30)
+{
+	enum { N = 300, NAMES = 5 };
+	static const char *const names[NAMES] = {"a", "b", "c", "d", "e"};
+	struct wlk_manager *m = t_open(), *o = t_open();
+	struct rec *r = calloc(N, sizeof(*r));
+	struct wlk_lock *l[NAMES] = { NULL };
+	unsigned int seed = 12345;
+	int fd = wlk_manager_fd(m), ran = 0;
+
+	cr_assert_not_null(r);
+	for (int i = 0; i < NAMES; i++)
+		T_ASSERT_RC(wlk_acquire(o, names[i], 1, NULL, &l[i]), 0);
+	for (int i = 0; i < N; i++) {
+		seed = seed * 1103515245u + 12345u;
+		T_ASSERT_RC(req_async(m, names[(seed >> 16) % NAMES], &sh,
+				      &r[i]), 0);
+	}
+	for (int i = 0; i < NAMES; i++)
+		T_ASSERT_RC(wlk_release(l[i]), 0);
+	while (ran < N) {
+		int k;
+
+		cr_assert_eq(poll(&(struct pollfd){.fd = fd, .events = POLLIN},
+				  1, T_WAIT_MS), 1, "%d of %d callbacks", ran,
+			     N);
+		k = wlk_manager_dispatch(m);
+		cr_assert_gt(k, 0);
+		ran += k;
+	}
+	for (int i = 0; i < N; i++) {
+		T_ASSERT_RC(r[i].status, 0);
+		if (i)
+			cr_assert_gt(r[i].seq, r[i - 1].seq,
+				     "callback %d ran before %d", i, i - 1);
+		T_ASSERT_RC(wlk_release(r[i].lock), 0);
+	}
+	free(r);
+}
