@@ -1683,6 +1683,19 @@ Test(async, a_steal_behind_own_queued_requests_is_delivered, T_FIX,
 	T_ASSERT_RC(wlk_release(l), WLK_ESTOLEN);
 }
 
+/* @n requests all granted, their callbacks run in request order; each
+ * lock released. */
+static void granted_in_order(struct rec *r, int n)
+{
+	for (int i = 0; i < n; i++) {
+		T_ASSERT_RC(r[i].status, 0);
+		if (i)
+			cr_assert_gt(r[i].seq, r[i - 1].seq,
+				     "callback %d ran before %d", i, i - 1);
+		T_ASSERT_RC(wlk_release(r[i].lock), 0);
+	}
+}
+
 Test(async, one_dispatch_runs_callbacks_in_request_order, T_FIX,
      .timeout = 20)
 {
@@ -1704,13 +1717,7 @@ Test(async, one_dispatch_runs_callbacks_in_request_order, T_FIX,
 	cr_assert_eq(poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1,
 			  T_WAIT_MS), 1);
 	cr_assert_eq(wlk_manager_dispatch(m), N);
-	for (int i = 0; i < N; i++) {
-		T_ASSERT_RC(r[i].status, 0);
-		if (i)
-			cr_assert_gt(r[i].seq, r[i - 1].seq,
-				     "callback %d ran before %d", i, i - 1);
-		T_ASSERT_RC(wlk_release(r[i].lock), 0);
-	}
+	granted_in_order(r, N);
 }
 
 /* The same at scale: 300 requests over 5 names in a shuffled order, all
@@ -1747,12 +1754,6 @@ Test(async, one_dispatch_orders_hundreds_of_callbacks_over_names, T_FIX,
 		cr_assert_gt(k, 0);
 		ran += k;
 	}
-	for (int i = 0; i < N; i++) {
-		T_ASSERT_RC(r[i].status, 0);
-		if (i)
-			cr_assert_gt(r[i].seq, r[i - 1].seq,
-				     "callback %d ran before %d", i, i - 1);
-		T_ASSERT_RC(wlk_release(r[i].lock), 0);
-	}
+	granted_in_order(r, N);
 	free(r);
 }
