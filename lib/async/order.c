@@ -186,6 +186,8 @@ void wlk__async_sort(struct cds_list_head *list)
 {
 	CDS_LIST_HEAD(out);
 
+	if (list->next == list->prev)
+		return; /* none or one: the common dispatch */
 	for (;;) {
 		CDS_LIST_HEAD(a);
 		CDS_LIST_HEAD(b);

@@ -121,11 +121,9 @@ static void timer_arm(struct wlk__shm_manager *m, struct wlk__actx *a)
 	}
 	/* Disarming an unarmed timer, or arming it again for the same
 	 * time, is a system call for nothing. */
-	if (next == a->timer_at && (next != 0) == a->timer_armed)
+	if (next == a->timer_at)
 		return;
-	if (next || a->timer_armed)
-		timerfd_settime(a->tfd, TFD_TIMER_ABSTIME, &its, NULL);
-	a->timer_armed = next != 0;
+	timerfd_settime(a->tfd, TFD_TIMER_ABSTIME, &its, NULL);
 	a->timer_at = next;
 }
 
@@ -183,8 +181,8 @@ bool wlk__shm_async_drain(struct wlk_manager *pub)
 	if (!uatomic_xchg(&a->inner_fired, 0) &&
 	    !(a->n_pid && pid_maybe_fired(m, a)))
 		return !repaired;
-	if (a->timer_armed && read(a->tfd, &ticks, sizeof(ticks)) > 0)
-		a->timer_armed = false; /* it fired: armed no more */
+	if (a->timer_at && read(a->tfd, &ticks, sizeof(ticks)) > 0)
+		a->timer_at = 0; /* it fired: armed no more */
 	while ((n = epoll_wait(a->epfd, ev, EVENTS_BATCH, 0)) > 0) {
 		for (int i = 0; i < n; i++)
 			wlk__pidwatch_fired(a, ev[i].data.fd);

@@ -382,8 +382,8 @@ struct wlk__actx {
 	struct wlk__waitv life[PIDFD_MAX];
 	unsigned int n_life;
 	uint64_t recheck; /* a blocker is not watched: look again then */
-	bool timer_armed;  /* the timerfd may fire: read it when draining */
-	uint64_t timer_at; /* when, if armed */
+	uint64_t timer_at; /* when the timerfd fires, or 0: not armed (read
+			    * it when draining only then) */
 	uint64_t epoch;    /* the header's recovery_epoch, at the last drain */
 };
 
