@@ -314,6 +314,10 @@
  *  - A lock stolen by another process is seen stolen by its holder when
  *    the holder's watch brings the deletion, usually within milliseconds,
  *    not when the steal returns (in the stealer's own process, at once).
+ *    A watch that breaks (a member killed, a keepalive that moved to
+ *    another member) resumes where it left off, and once it is back the
+ *    manager reads its locks' keys again: no deletion is missed, only
+ *    seen later.
  *  - A release sent twice: when a member applies a release's delete but
  *    its reply is lost (the member dies, the connection breaks), the
  *    release tries the next member, whose delete finds nothing. It then

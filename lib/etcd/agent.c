@@ -174,18 +174,30 @@ static void tend_watches(struct wlk__etcd_agent *a, CURLM *multi)
 
 	cds_list_for_each_entry_safe(w, wt, &a->watches, link) {
 		if (!w->users) {
-			wlk__etcd_watch_end(multi, w);
-			cds_list_del(&w->link);
-			free(w->prefix);
-			free(w);
+			wlk__etcd_watch_free(multi, w);
 			continue;
 		}
 		if (w->h || now < w->retry_at)
 			continue;
 		if (wlk__etcd_watch_begin(multi, w))
 			w->retry_at = now + RETRY_NS;
-		else if (w->restarted)
-			wlk__etcd_watch_resync(w);
+	}
+}
+
+/* A restarted stream, once created, has its managers' locks checked:
+ * deletions before its creation are not on it (watch.c). Under a->mu;
+ * a read that fails is tried again after RETRY_NS. */
+static void resync_watches(struct wlk__etcd_agent *a)
+{
+	struct wlk__etcd_watch *w;
+	uint64_t now = wlk__now_ns();
+
+	cds_list_for_each_entry(w, &a->watches, link) {
+		if (!w->h || !w->live || !w->restarted || now < w->retry_at)
+			continue;
+		wlk__etcd_watch_resync(w);
+		if (w->restarted)
+			w->retry_at = now + RETRY_NS;
 	}
 }
 
@@ -257,6 +269,7 @@ static void *agent_main(void *arg)
 		tend_watches(a, multi);
 		curl_multi_perform(multi, &running);
 		reap_watches(a, multi);
+		resync_watches(a);
 		pthread_mutex_unlock(&a->mu);
 		now = wlk__now_ns();
 		if (now >= next_ka) {

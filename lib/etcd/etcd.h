@@ -138,7 +138,8 @@ struct wlk__etcd_watch {
 	uint32_t created;    /* [A] futex: 1 once its stream was created */
 	int64_t rev;         /* resume the stream from here, or 0 */
 	bool restarted;      /* it broke: check the locks once back */
-	uint64_t retry_at;   /* when to try to start it again */
+	bool live;           /* this stream was created (etcd said so) */
+	uint64_t retry_at;   /* when to try to start it (or check) again */
 	void *h;       /* CURL * */
 	void *hdr;     /* struct curl_slist * */
 	json_tokener *tok;
@@ -327,6 +328,8 @@ int wlk__etcd_watch_begin(void *multi,
 			  struct wlk__etcd_watch *w) WLK_INTERNAL;
 void wlk__etcd_watch_end(void *multi,
 			 struct wlk__etcd_watch *w) WLK_INTERNAL;
+void wlk__etcd_watch_free(void *multi,
+			  struct wlk__etcd_watch *w) WLK_INTERNAL;
 void wlk__etcd_watch_resync(struct wlk__etcd_watch *w) WLK_INTERNAL;
 
 /* agent.c */

@@ -7,10 +7,13 @@
  * gone; a deletion on a name a manager has a request on wakes its waiters
  * (gone.c). The stream resumes from the revision after the last event it
  * delivered when it breaks (a member killed or restarted: the next
- * member), and starts at the present after a compaction; after a restart
- * the locks of its managers are checked against one range (deletions in
- * between). Messages are untrusted: bounded, parsed with checks, and one
- * that is not etcd's ends the stream (and a new one starts).
+ * member), or after the revision it was created at if it delivered none,
+ * and starts at the present after a compaction. Once a restarted stream
+ * is created, the locks of its managers are checked against one range
+ * read (deletions in between): read after the creation, so that every
+ * deletion is in the range or on the stream. Messages are untrusted:
+ * bounded, parsed with checks, and one that is not etcd's ends the
+ * stream (and a new one starts).
  */
 #include <errno.h>
 #include <signal.h>
@@ -114,6 +117,25 @@ static void wake_woken(struct wlk__etcd_watch *w)
 	}
 }
 
+/*
+ * The stream is in place. One that was given no revision to start from
+ * delivers the deletions after the revision it was created at (etcd's
+ * header): a stream that breaks before it delivered any resumes from
+ * there, not from the present, which would skip those in between.
+ */
+static void on_created(struct wlk__etcd_watch *w, struct json_object *r)
+{
+	struct json_object *hd;
+	int64_t v;
+
+	if (!w->rev && json_object_object_get_ex(r, "header", &hd) &&
+	    !wlk__etcd_int64(hd, "revision", &v) && v >= 0)
+		w->rev = v + 1;
+	w->live = true;
+	if (uatomic_cmpxchg(&w->created, 0, 1) == 0)
+		wlk__futex_wake(&w->created, INT32_MAX);
+}
+
 /* One message of the stream. */
 static void on_message(struct wlk__etcd_watch *w, struct json_object *msg)
 {
@@ -126,9 +148,8 @@ static void on_message(struct wlk__etcd_watch *w, struct json_object *msg)
 		return;
 	}
 	if (json_object_object_get_ex(r, "created", &x) &&
-	    json_object_get_boolean(x) &&
-	    uatomic_cmpxchg(&w->created, 0, 1) == 0)
-		wlk__futex_wake(&w->created, INT32_MAX);
+	    json_object_get_boolean(x))
+		on_created(w, r);
 	if (json_object_object_get_ex(r, "canceled", &x) &&
 	    json_object_get_boolean(x)) {
 		w->failed = true;
@@ -213,6 +234,16 @@ void wlk__etcd_watch_end(void *multi, struct wlk__etcd_watch *w)
 	w->body = NULL;
 }
 
+/* @w, which no manager uses any more: its stream ended, off its agent's
+ * list, and freed. Under its agent's mu. */
+void wlk__etcd_watch_free(void *multi, struct wlk__etcd_watch *w)
+{
+	wlk__etcd_watch_end(multi, w);
+	cds_list_del(&w->link);
+	free(w->prefix);
+	free(w);
+}
+
 int wlk__etcd_watch_begin(void *multi, struct wlk__etcd_watch *w)
 {
 	struct wlk__etcd_agent *a = w->a;
@@ -223,7 +254,7 @@ int wlk__etcd_watch_begin(void *multi, struct wlk__etcd_watch *w)
 	char url[sizeof("http://") + WLK_ETCD_HOST_MAX + 16];
 	int rc = -ENOMEM;
 
-	w->failed = w->compacted = false;
+	w->failed = w->compacted = w->live = false;
 	w->pending = 0;
 	if (!req || !c || !f || !end)
 		goto out;

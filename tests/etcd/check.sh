@@ -10,7 +10,8 @@
 # queued, a member restarted, a release resent after its reply was lost,
 # a release after its lease ended unseen, two detect_deadlocks requests
 # closing one cycle at once, a process's managers on one lease and one
-# thread and one watch stream per bucket, a killed process's locks of all
+# thread and one watch stream per bucket, a watch stream cut and started
+# again while a lock's key is deleted, a killed process's locks of all
 # its managers passed on, a holder killed, exec'd or forked whose guard
 # revokes its lease at once: tests/etcd/guard.c) and a
 # short torture run

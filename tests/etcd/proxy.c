@@ -67,16 +67,29 @@ static void note_key(struct proxy *p, const char *b, size_t n)
 	pthread_mutex_unlock(&p->put_mu);
 }
 
-/* Hold this Txn back if armed, until the test lets it go (bounded). */
-static void hold(struct proxy *p)
+/* A pump's poll period: how soon a watch's pump sees cut_watch. */
+#define CUT_POLL_MS 10
+
+/* Hold this request back if @armed, saying so in @holding, until the
+ * test lets it go (bounded). */
+static void hold(struct proxy *p, atomic_int *armed, atomic_int *holding)
 {
 	int one = 1;
 
-	if (!atomic_compare_exchange_strong(&p->hold_armed, &one, 0))
+	if (!atomic_compare_exchange_strong(armed, &one, 0))
 		return;
-	atomic_store(&p->holding, 1);
+	atomic_store(holding, 1);
 	for (int i = 0; i < T_WAIT_MS && !atomic_load(&p->let_go); i++)
 		t_nap_ms(1);
+}
+
+/* Whether this watch stream's pump is the one to cut it. */
+static bool cut(struct proxy *p, bool watch)
+{
+	int one = 1;
+
+	return watch &&
+	       atomic_compare_exchange_strong(&p->cut_watch, &one, 0);
 }
 
 /* Pump one connection until either side closes. */
@@ -92,19 +105,23 @@ static void *pump(void *arg)
 				       { x->u, POLLIN, 0 } };
 		ssize_t n;
 
-		if (poll(f, 2, -1) < 0)
+		if (poll(f, 2, CUT_POLL_MS) < 0 || cut(p, watch))
 			break;
 		if (f[0].revents) {
 			n = read(x->c, buf, CHUNK);
 			if (n <= 0)
 				break;
-			watch |= has(buf, (size_t)n, "/v3/watch");
+			if (has(buf, (size_t)n, "/v3/watch")) {
+				watch = true;
+				hold(p, &p->hold_watch_armed,
+				     &p->holding_watch);
+			}
 			note_lease(p, buf, (size_t)n);
 			note_key(p, buf, (size_t)n);
 			if (has(buf, (size_t)n, "/v3/kv/txn")) {
 				int one = 1;
 
-				hold(p);
+				hold(p, &p->hold_armed, &p->holding);
 				dropping |= atomic_compare_exchange_strong(
 					&p->drop_txn_armed, &one, 0);
 			}
@@ -191,6 +208,12 @@ void proxy_start(struct proxy *p)
 	snprintf(p->backend, sizeof(p->backend), "etcd://127.0.0.1:%d,%s",
 		 ntohs(a.sin_port), b + strlen("etcd://"));
 	cr_assert_eq(pthread_create(&p->t, NULL, accept_main, p), 0);
+}
+
+void proxy_start_alone(struct proxy *p)
+{
+	proxy_start(p);
+	p->backend[strcspn(p->backend, ",")] = '\0';
 }
 
 void proxy_stop(struct proxy *p)

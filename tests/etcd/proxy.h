@@ -2,9 +2,10 @@
 /*
  * proxy.h - a proxy in a test that stands for the cluster's first member
  * (tests/etcd/proxy.c): it forwards bytes both ways, and on request
- * drops a delete's or a Txn's reply, mutes watch streams, or holds a Txn
- * back; it notes the lease and the key of the puts it passes on. And
- * the tests' own calls to the cluster, past any proxy.
+ * drops a delete's or a Txn's reply, mutes or cuts watch streams, or
+ * holds a Txn or a new watch stream back; it notes the lease and the key
+ * of the puts it passes on. And the tests' own calls to the cluster, past
+ * any proxy.
  */
 #ifndef WLK_TESTS_ETCD_PROXY_H
 #define WLK_TESTS_ETCD_PROXY_H
@@ -29,6 +30,9 @@ struct proxy {
 	atomic_int hold_armed;   /* hold the next Txn back ... */
 	atomic_int holding;      /* ... which it now does ... */
 	atomic_int let_go;       /* ... until this is set */
+	atomic_int hold_watch_armed; /* hold the next watch's start ... */
+	atomic_int holding_watch;    /* ... which it now does, until let_go */
+	atomic_int cut_watch;    /* close the next watch stream that looks */
 	pthread_t t;
 	char backend[512];       /* the proxy, then the real members */
 };
@@ -36,6 +40,9 @@ struct proxy {
 /* A proxy for the first member of WEBLOCKS_BACKEND; p->backend names it
  * first, then the members. */
 void proxy_start(struct proxy *p);
+/* The same, p->backend naming the proxy alone: every call and stream
+ * goes through it, whichever member the engine moves on to. */
+void proxy_start_alone(struct proxy *p);
 /* Stop accepting; the pumps end with their connections. */
 void proxy_stop(struct proxy *p);
 /* A manager through the proxy, with @detect_deadlocks; closed by the
