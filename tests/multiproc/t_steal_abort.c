@@ -55,14 +55,22 @@ static int child_hold_report(void *arg)
 	return 0;
 }
 
+/*
+ * The child's report comes after its own bounded waits: t_stolen()
+ * (T_WAIT_MS on etcd) and a release (one call to the cluster, whose
+ * timeout is 5 s by default). The parent waits longer than both, so that
+ * a slow cluster fails the check that says what was late, not this one.
+ */
+#define RESULT_MS (3 * T_WAIT_MS)
+
 static void get_result(struct link *k)
 {
-	cr_assert_eq(t_get(k->up.rd, k->result, sizeof(k->result), T_WAIT_MS),
+	cr_assert_eq(t_get(k->up.rd, k->result, sizeof(k->result), RESULT_MS),
 		     0, "no result from the child");
 }
 
 Test(steal_abort, steal_across_processes_victim_sees_estolen, T_FIX,
-     .timeout = 20)
+     .timeout = 40)
 {
 	struct wlk_manager *m = t_open();
 	struct wlk_lock *l = NULL;
@@ -119,7 +127,7 @@ static int child_request_report(void *arg)
 }
 
 Test(steal_abort, request_in_other_process_returns_estolen, T_FIX,
-     .timeout = 20)
+     .timeout = 40)
 {
 	struct wlk_manager *m = t_open();
 	struct wlk_lock *l = NULL;
@@ -141,7 +149,7 @@ Test(steal_abort, request_in_other_process_returns_estolen, T_FIX,
 }
 
 Test(steal_abort, stealing_process_goes_ahead_of_queued_process, T_FIX,
-     .timeout = 20)
+     .timeout = 40)
 {
 	struct wlk_manager *m = t_open();
 	struct wlk_lock *l = NULL;
@@ -254,19 +262,19 @@ static void abort_advances_queue(bool use_timeout)
 }
 
 Test(steal_abort, abort_in_waiting_process_advances_the_queue, T_FIX,
-     .timeout = 20)
+     .timeout = 40)
 {
 	abort_advances_queue(false);
 }
 
 Test(steal_abort, timeout_in_waiting_process_advances_the_queue, T_FIX,
-     .timeout = 20)
+     .timeout = 40)
 {
 	abort_advances_queue(true);
 }
 
 Test(steal_abort, abort_in_waiting_process_leaves_holder_alone, T_FIX,
-     .timeout = 20)
+     .timeout = 40)
 {
 	struct wlk_manager *m = t_open();
 	struct wlk_lock *l = NULL;
