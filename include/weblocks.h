@@ -812,7 +812,8 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  * for the segment mutex before the request is queued, which a process
  * stopped inside the critical section holds up (TERMINATION MODEL above).
  * A request that has to wait spins first, for up to 20 us (WLK_SPIN_NS in
- * lib/tunables.h), when more than one CPU is online: a request without
+ * lib/tunables.h), when more than one CPU is online; a shared one no
+ * longer once others of its name sleep for their grant. A request without
  * timeout or signal that finds the name held by one uncontended holder
  * spins on the name's entry, and that holder's release hands it the lock
  * directly.
