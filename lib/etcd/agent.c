@@ -28,6 +28,11 @@
 /* A watch that could not be set up is tried again after this long. */
 #define RETRY_MS 100
 #define RETRY_NS (RETRY_MS * UINT64_C(1000000))
+/* A restarted stream's read of its locks that failed is tried again
+ * after this long: a read of the whole bucket, which a reply too large
+ * or not etcd's would fail every time. */
+#define RESYNC_RETRY_MS 1000
+#define RESYNC_RETRY_NS (RESYNC_RETRY_MS * UINT64_C(1000000))
 /* The thread's name (/proc/PID/task/TID/comm, weblocks.h: ETCD ENGINE);
  * 15 bytes at most. */
 #define THREAD_NAME "wlk-etcd"
@@ -186,7 +191,7 @@ static void tend_watches(struct wlk__etcd_agent *a, CURLM *multi)
 
 /* A restarted stream, once created, has its managers' locks checked:
  * deletions before its creation are not on it (watch.c). Under a->mu;
- * a read that fails is tried again after RETRY_NS. */
+ * a read that fails is tried again after RESYNC_RETRY_NS. */
 static void resync_watches(struct wlk__etcd_agent *a)
 {
 	struct wlk__etcd_watch *w;
@@ -197,7 +202,7 @@ static void resync_watches(struct wlk__etcd_agent *a)
 			continue;
 		wlk__etcd_watch_resync(w);
 		if (w->restarted)
-			w->retry_at = now + RETRY_NS;
+			w->retry_at = now + RESYNC_RETRY_NS;
 	}
 }
 
