@@ -176,6 +176,24 @@ static void merge(struct cds_list_head *dst, struct cds_list_head *a,
 	}
 }
 
+/* Move the run in seq order at the front of @list onto @run (empty).
+ * Return: whether there was one. */
+static bool take_run(struct cds_list_head *list, struct cds_list_head *run)
+{
+	uint64_t last = 0;
+
+	while (!cds_list_empty(list)) {
+		struct wlk_async *r =
+			cds_list_entry(list->next, struct wlk_async, link);
+
+		if (!cds_list_empty(run) && r->seq < last)
+			break;
+		last = r->seq;
+		cds_list_move(&r->link, run->prev);
+	}
+	return !cds_list_empty(run);
+}
+
 /*
  * wlk__async_sort() - sort @list (struct wlk_async) by request order: a
  * dispatch that looked name by name found them out of it. A bottom-up
@@ -184,42 +202,24 @@ static void merge(struct cds_list_head *dst, struct cds_list_head *a,
  */
 void wlk__async_sort(struct cds_list_head *list)
 {
-	CDS_LIST_HEAD(out);
+	size_t runs;
 
 	if (list->next == list->prev)
 		return; /* none or one: the common dispatch */
-	for (;;) {
-		CDS_LIST_HEAD(a);
-		CDS_LIST_HEAD(b);
-		size_t runs = 0;
+	do {
+		CDS_LIST_HEAD(out);
 
+		runs = 0;
 		while (!cds_list_empty(list)) {
-			/* Two runs off the front, merged onto out. */
-			for (struct cds_list_head *run = &a;; run = &b) {
-				uint64_t last = 0;
+			CDS_LIST_HEAD(a);
+			CDS_LIST_HEAD(b);
 
-				while (!cds_list_empty(list)) {
-					struct wlk_async *r = cds_list_entry(
-						list->next, struct wlk_async,
-						link);
-
-					if (!cds_list_empty(run) &&
-					    r->seq < last)
-						break;
-					last = r->seq;
-					cds_list_move(&r->link, run->prev);
-				}
-				runs++;
-				if (run == &b || cds_list_empty(list))
-					break;
-			}
+			runs += take_run(list, &a);
+			runs += take_run(list, &b);
 			merge(&out, &a, &b);
 		}
 		cds_list_splice(&out, list);
-		CDS_INIT_LIST_HEAD(&out);
-		if (runs <= 1)
-			return;
-	}
+	} while (runs > 1);
 }
 
 /*

@@ -132,7 +132,8 @@ static bool set_add(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
  * name and requests ahead of @ri in the queue (all of them for WLK_NIL).
  * Later arrivals cannot, except a stealer, and a steal wakes every waiter
  * of the name to look again. @walk: how many holders and requests to look
- * at, at most; *@capped is set if the walk ended in the queue. Return:
+ * at, at most; *@capped (if not NULL) is set if the walk ended in the
+ * queue. Return:
  * false if there were more than @max, or than @walk.
  */
 static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
@@ -163,7 +164,8 @@ static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 				 * (shared ones): no wake at the head helps,
 				 * as none joins them before it; the caller
 				 * re-checks on the short timer. */
-				*capped = l == 1;
+				if (capped)
+					*capped = l == 1;
 				return false;
 			}
 			fits = set_add(b, i, set, n, max) && fits;
@@ -174,9 +176,9 @@ static bool blockers(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 }
 
 /* The agents ahead of pending request @ri, at most @max (capped), looking
- * at WLK_WATCH_WALK holders and requests at most per name (*@capped if
- * the walk ended in a queue); of a scope's member, ahead of any member on
- * its name (layout.h, SCOPES). */
+ * at WLK_WATCH_WALK holders and requests at most per name (*@capped, if
+ * not NULL, set if the walk ended in a queue); of a scope's member, ahead
+ * of any member on its name (layout.h, SCOPES). */
 static bool blockers_of(struct wlk__bucket *b, uint32_t ri, uint32_t *set,
 			unsigned int *k, unsigned int max, bool *capped)
 {
@@ -264,9 +266,7 @@ static bool reap_name(struct wlk__bucket *b, uint32_t ni,
 	uint32_t set[WLK_WATCH_MAX], before = wake->n_reaped;
 	unsigned int k = 0;
 
-	bool capped = false;
-
-	blockers(b, ni, WLK_NIL, set, &k, WLK_WATCH_MAX, UINT32_MAX, &capped);
+	blockers(b, ni, WLK_NIL, set, &k, WLK_WATCH_MAX, UINT32_MAX, NULL);
 	for (unsigned int i = 0; i < k; i++)
 		agent_probe(b, set[i], wake);
 	return wake->n_reaped != before;
@@ -325,8 +325,7 @@ bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
 {
 	uint32_t set[WLK_WATCH_MAX];
 	unsigned int k = 0;
-	bool capped = false;
-	bool all = blockers_of(b, ri, set, &k, max, &capped);
+	bool all = blockers_of(b, ri, set, &k, max, NULL);
 
 	*n = 0;
 	for (unsigned int i = 0; i < k; i++)
