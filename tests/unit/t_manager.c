@@ -797,6 +797,57 @@ Test(manager, close_aborts_all_own_queued_requests_at_once, T_FIX,
 	t_holder_join(&hb);
 }
 
+/* More locks than the first walk of a client's slots keeps for the
+ * second step (DROP_SEEN, 128: lib/spec/ops.c, wlk__drop_client()). */
+#define CLOSE_MANY 300
+
+/* A client with more slots than that is walked twice; its close still
+ * aborts its own request first, releases every lock, and grants the
+ * waiter behind one of them. */
+Test(manager, close_of_more_locks_than_one_walk_keeps, T_FIX, .timeout = 30)
+{
+	struct wlk_manager *a = t_open(), *b = t_open();
+	struct wlk_lock *l[CLOSE_MANY], *lq = NULL;
+	struct t_holder ha, hb;
+	char name[16];
+
+	for (int i = 0; i < CLOSE_MANY; i++) {
+		snprintf(name, sizeof(name), "m%d", i);
+		T_ASSERT_RC(wlk_acquire(a, name, WLK_NUL_TERMINATED, NULL,
+					&l[i]), 0);
+	}
+	T_ASSERT_RC(wlk_acquire(b, "q", 1, NULL, &lq), 0);
+	t_holder_start(&ha, a, "q", 1, NULL);
+	cr_assert(t_wait_pending(b, "q", 1, 1));
+	/* The last name taken: not among the first slots a walk finds,
+	 * whatever the table's order. */
+	snprintf(name, sizeof(name), "m%d", CLOSE_MANY - 1);
+	t_holder_start(&hb, b, name, strlen(name), NULL);
+	cr_assert(t_wait_pending(b, name, strlen(name), 1));
+	cr_assert_eq(t_held_n(b, NULL, 0), CLOSE_MANY + 1);
+
+	t_close(a);
+	cr_assert_eq(t_holder_wait_granted(&ha), 0);
+	T_ASSERT_RC(ha.acq_rc, WLK_ESTATE);
+	cr_assert_eq(t_holder_wait_granted(&hb), 0, "waiter not woken");
+	T_ASSERT_RC(hb.acq_rc, 0);
+	cr_assert(hb.got);
+	/* "q" (b's) and the waiter's: none of a's left. */
+	cr_assert_eq(t_held_n(b, NULL, 0), 2, "%zu held after the close",
+		     t_held_n(b, NULL, 0));
+	cr_assert_eq(t_pending_n(b, NULL, 0), 0);
+	t_assert_valid(b, NULL);
+
+	for (int i = 0; i < CLOSE_MANY; i++)
+		T_ASSERT_RC(wlk_release(l[i]), WLK_ESTATE);
+	cr_assert_eq(t_holder_release(&hb), 0);
+	t_holder_join(&ha);
+	t_holder_join(&hb);
+	T_ASSERT_RC(hb.rel_rc, 0);
+	T_ASSERT_RC(wlk_release(lq), 0);
+	cr_assert_eq(t_held_n(b, NULL, 0), 0);
+}
+
 /*
  * WLK_ESTATE says the manager was closed. A request dropped from under its
  * waiter while the manager is open was dropped by a repair (its slot was
