@@ -77,7 +77,7 @@ for side in a b; do
 			sub(/^[^0-9.]*/, "", v)
 			printf "%s\t%s\t%s\t%s\n", $2, $3, side, v + 0
 		}'
-done | sort -s -t "$(printf '\t')" -k1,1 | awk -F '\t' '
+done | sort -s -t "$(printf '\t')" -k1,2 | awk -F '\t' '
 	function med(s,   n, a, i, j, t) {
 		n = split(s, a, " ")
 		for (i = 2; i <= n; i++)
@@ -87,13 +87,15 @@ done | sort -s -t "$(printf '\t')" -k1,1 | awk -F '\t' '
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 	}
 	{
-		if (!($1 in what)) { order[++nk] = $1; what[$1] = $2 }
-		vals[$1, $3] = vals[$1, $3] " " $4
+		# A key may have more than one target: group by both.
+		id = $1 " (" $2 ")"
+		if (!(id in seen)) { order[++nk] = id; seen[id] = 1 }
+		vals[id, $3] = vals[id, $3] " " $4
 	}
 	END {
 		for (k = 1; k <= nk; k++) {
 			key = order[k]
-			printf "%s (%s)\n", key, what[key]
+			printf "%s\n", key
 			printf "  A:%s  (median %.3g)\n", vals[key, "a"],
 				med(vals[key, "a"])
 			printf "  B:%s  (median %.3g)\n", vals[key, "b"],
