@@ -162,7 +162,8 @@ struct wlk_inspect_client {
  * @client_id:    the requesting manager's clientId ("" if unknown).
  * @pid:          the requesting process (0 if unknown).
  * @token:        fencing token (0 while pending).
- * @requested_ns: CLOCK_MONOTONIC when it was requested.
+ * @requested_ns: CLOCK_MONOTONIC when it was requested, while pending; 0
+ *                once granted (the segment keeps one time per request).
  * @granted_ns:   CLOCK_MONOTONIC when it was granted (0 while pending).
  */
 struct wlk_inspect_request {

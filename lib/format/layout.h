@@ -64,7 +64,7 @@
 /* Bump on any change to the format this file describes (a new bit, field,
  * size or meaning; not a new way of writing the same one, which the
  * asserts pin); it is part of the segment name too. */
-#define WLK_LAYOUT_VERSION 10u
+#define WLK_LAYOUT_VERSION 11u
 #define WLK_SEG_MAGIC "WEBLOCKS"
 #define WLK_SEG_MAGIC_LEN 8
 #define WLK_CACHELINE 64u
@@ -421,7 +421,8 @@ struct wlk_seg_client {
 	uint32_t id_len;    /* [M] 1..WLK_CLIENT_ID_MAX */
 	uint64_t opened_ns; /* [M] CLOCK_REALTIME (diagnostics) */
 	uint32_t id;        /* [M] its first TEXT chunk */
-	uint32_t id_pad;
+	uint32_t reqs;      /* [D] first of its request slots (CLIENT
+			     * LISTS), or WLK_NIL */
 	uint64_t doorbell;  /* [M] its doorbell socket (doorbell.c), 0: none */
 	uint64_t bell_key;  /* [M] its doorbell eventfd's eventfd-id + 1, 0:
 			     * none (doorbell.c) */
@@ -520,7 +521,22 @@ struct wlk_seg_name {
 	uint64_t seq;       /* [M] request order: last one used */
 };
 
-/* A request is pending, held or stolen; its word is what waiters sleep on. */
+/*
+ * A request is pending, held or stolen; its word is what waiters sleep on.
+ *
+ * CLIENT LISTS. Every request slot that is not FREE is on its client's
+ * list, through cprev and cnext, from the client's @reqs: taken from the
+ * free list for a client (wlk__req_init()), it joins; back on the free
+ * list (wlk__req_free(), wlk__req_reclaim()), it leaves. A slot kept in
+ * reserve for the fast path stays on it. So a manager's close and the
+ * reaping of a dead process visit their client's own slots, not the whole
+ * table (spec/ops.c, wlk__drop_client()). A slot a closed client leaves
+ * to its live owner (an acquire in flight on the fast path) leaves the
+ * list with the client, and its owner frees it later: a slot whose client
+ * is gone is on no list. The lists are [D]: recovery rebuilds them from
+ * the slots' client fields, and a walk that finds one damaged falls back
+ * to the whole table.
+ */
 struct wlk_seg_request {
 	uint32_t word;       /* [F][M] gen | FREE/PENDING/HELD/STOLEN */
 	uint8_t mode;        /* [M] enum wlk_mode */
@@ -538,8 +554,10 @@ struct wlk_seg_request {
 	uint32_t scope;      /* [M] next member of its scope (SCOPES), or
 			      * WLK_NIL */
 	uint64_t token;      /* [A] fencing token once granted */
-	uint64_t enq_ns;     /* [M] CLOCK_MONOTONIC at request (diagnostics) */
-	uint64_t grant_ns;   /* [M] CLOCK_MONOTONIC at grant (diagnostics) */
+	uint64_t stamp_ns;   /* [M] CLOCK_MONOTONIC at request while pending,
+			      * at grant once granted (diagnostics) */
+	uint32_t cprev;      /* [D] links in its client's list (CLIENT */
+	uint32_t cnext;      /* [D] LISTS), WLK_NIL at either end */
 };
 
 _Static_assert(sizeof(struct wlk_seg_header) <= WLK_HEADER_SIZE,

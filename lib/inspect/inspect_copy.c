@@ -129,8 +129,12 @@ static int add_req(struct wlk__bucket *b, struct snap *s, uint32_t ri,
 		.slot = ri, .name_len = name_len, .position = position,
 		.client = r->client, .name_off = name_off,
 		.mode = r->mode == WLK_SHARED ? WLK_SHARED : WLK_EXCLUSIVE,
-		.state = state, .token = r->token, .requested = r->enq_ns,
-		.granted = r->grant_ns, .scope = scope_of(b, ri)};
+		.state = state, .token = r->token,
+		/* One stamp (layout.h): the request's time while pending,
+		 * the grant's after. */
+		.requested = state == WLK_REQ_PENDING ? r->stamp_ns : 0,
+		.granted = state == WLK_REQ_PENDING ? 0 : r->stamp_ns,
+		.scope = scope_of(b, ri)};
 	return 0;
 }
 

@@ -194,14 +194,56 @@ static uint32_t check_scope(struct wlk__vctx *v, uint32_t li)
 }
 
 /*
+ * Each live client's list of its request slots (layout.h, CLIENT LISTS):
+ * bounded, linked both ways, only its own slots, none free. @owned: the
+ * slots in use whose client lives, all of which must be listed.
+ */
+static void check_client_lists(struct wlk__vctx *v, uint32_t owned)
+{
+	struct wlk__bucket *b = v->b;
+	uint32_t listed = 0;
+
+	for (uint32_t ci = 0; ci < b->geo.max_clients; ci++) {
+		const struct wlk_seg_client *c = wlk__client(b, ci);
+		uint32_t gen = WLK_WORD_GEN(c->word), prev = WLK_NIL;
+
+		if (WLK_WORD_STATE(c->word) != WLK_SLOT_USED)
+			continue;
+		for (uint32_t i = c->reqs, n = 0; i != WLK_NIL; n++) {
+			const struct wlk_seg_request *r = wlk__req_at(b, i);
+
+			if (!r || n >= b->geo.max_requests) {
+				wlk__bad(v, "client %u's list: bad index or "
+					 "cycle at %u", ci, i);
+				break;
+			}
+			if (WLK_WORD_STATE(r->word) == WLK_SLOT_FREE ||
+			    r->client != ci || r->client_gen != gen)
+				wlk__bad(v, "client %u's list has request %u, "
+					 "not its own", ci, i);
+			if (r->cprev != prev)
+				wlk__bad(v, "request %u: cprev %u, not %u", i,
+					 r->cprev, prev);
+			listed++;
+			prev = i;
+			i = r->cnext;
+		}
+	}
+	if (listed != owned)
+		wlk__bad(v, "%u requests on their clients' lists, %u in use "
+			 "by live clients", listed, owned);
+}
+
+/*
  * wlk__check_requests() - the request table: states, modes, clients,
  * tokens, count and free list; and each request listed where its state
- * says (after wlk__check_names(), which marks the listed ones).
+ * says (after wlk__check_names(), which marks the listed ones), and on
+ * its client's list.
  */
 void wlk__check_requests(struct wlk__vctx *v)
 {
 	struct wlk__bucket *b = v->b;
-	uint32_t used = 0, members = 0, ringed = 0;
+	uint32_t used = 0, members = 0, ringed = 0, owned = 0;
 
 	for (uint32_t i = 0; i < b->geo.max_requests; i++) {
 		struct wlk_seg_request *r = wlk__req(b, i);
@@ -224,6 +266,8 @@ void wlk__check_requests(struct wlk__vctx *v)
 		if (!wlk__client_live(b, r->client, r->client_gen))
 			wlk__bad(v, "request %u: its client %u is gone", i,
 				 r->client);
+		else
+			owned++;
 		/* Stolen, reserved and fast requests are in no list; a fast
 		 * one holds its name only if the name's fast word says so
 		 * (validate_names.c), else its acquire is in flight. */
@@ -239,6 +283,7 @@ void wlk__check_requests(struct wlk__vctx *v)
 	if (members != ringed)
 		wlk__bad(v, "%u scope members, %u in a lead's ring", members,
 			 ringed);
+	check_client_lists(v, owned);
 	if (used != b->hdr->n_requests)
 		wlk__bad(v, "n_requests %u, %u requests in use",
 			 b->hdr->n_requests, used);

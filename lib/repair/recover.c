@@ -5,10 +5,10 @@
  *
  * Authoritative: the state word and fields of every agent, client, name and
  * request slot, and the intent record. Derived: free lists, hash chains,
- * queues, held lists, counts. Recovery re-derives everything, drops slots
- * whose references dangle (a request of a freed client, a client of a freed
- * agent), redoes an interrupted steal, and re-runs the grant algorithm on
- * every name. It changes nothing authoritative that is consistent, so it is
+ * client lists, queues, held lists, counts. Recovery re-derives everything,
+ * drops slots whose references dangle (a request of a freed client, a
+ * client of a freed agent), redoes an interrupted steal, and re-runs the
+ * grant algorithm on every name. It changes nothing authoritative that is consistent, so it is
  * idempotent: a recoverer killed halfway leaves EOWNERDEAD for the next one,
  * which starts again from the top. Segment creation uses the same rebuild
  * on an all-FREE segment.
@@ -53,6 +53,7 @@ static void rebuild_clients(struct wlk__bucket *b)
 		struct wlk_seg_client *c = wlk__client(b, i);
 		uint32_t ai = c->agent;
 
+		c->reqs = WLK_NIL; /* rebuild_requests() fills it */
 		if (WLK_WORD_STATE(c->word) == WLK_SLOT_USED &&
 		    wlk__agent_at(b, ai) && c->id_len &&
 		    c->id_len <= WLK_CLIENT_ID_MAX &&
@@ -229,6 +230,7 @@ static void rebuild_requests(struct wlk__bucket *b)
 					   WLK_SLOT_FREE);
 			state = WLK_SLOT_FREE;
 		}
+		r->cprev = r->cnext = WLK_NIL;
 		if (state == WLK_SLOT_FREE) {
 			r->prev = WLK_NIL;
 			r->next = h->free_requests;
@@ -237,6 +239,8 @@ static void rebuild_requests(struct wlk__bucket *b)
 		}
 		h->n_requests++;
 		r->prev = r->next = WLK_NIL;
+		/* Its client lives (request_sane()). */
+		wlk__client_push(b, i);
 		if (state == WLK_SLOT_PENDING)
 			queue_insert(b, wlk__name(b, name), i);
 		else if (state == WLK_SLOT_HELD)

@@ -199,7 +199,7 @@ int wlk__grant_one(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri)
 	if (rc)
 		return rc;
 	r->token = uatomic_add_return(&n->token, 1);
-	r->grant_ns = wlk__stamp_ns();
+	r->stamp_ns = wlk__stamp_ns();
 	WLK_FAILPOINT(grant_after_list);
 	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
 					   WLK_SLOT_HELD));
@@ -248,7 +248,7 @@ int wlk__grant_run(struct wlk__bucket *b, struct wlk_seg_name *n,
 		if (!r)
 			return wlk__corrupt(b);
 		r->token = ++token;
-		r->grant_ns = now;
+		r->stamp_ns = now;
 		wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
 						   WLK_SLOT_HELD));
 		wlk__wake_add(b, wake, ri);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ops.c - the spec's operations on one request (section 4): request a lock
- * (4.1), release the lock (4.2), abort the request (4.3), and terminate a
- * client's remaining locks and requests (2.6). They change the tables and
- * leave the granting to queue.c's process-the-queue. All run under the
- * segment mutex.
+ * (4.1), release the lock (4.2), abort the request (4.3); terminate.c
+ * does a client's remaining locks and requests (2.6) with them. They
+ * change the tables and leave the granting to queue.c's
+ * process-the-queue. All run under the segment mutex.
  */
 #include <errno.h>
 
@@ -58,7 +58,7 @@ static void request_fill(struct wlk__bucket *b, uint32_t ri, uint32_t ni,
 	r->name = ni;
 	r->name_gen = WLK_WORD_GEN(wlk__name(b, ni)->word);
 	r->seq = (uint32_t)++wlk__name(b, ni)->seq;
-	r->enq_ns = wlk__stamp_ns();
+	r->stamp_ns = wlk__stamp_ns();
 	wlk__word_store(&r->word, WLK_WORD(WLK_WORD_GEN(r->word),
 					   WLK_SLOT_PENDING));
 }
@@ -203,12 +203,13 @@ static int drop(struct wlk__bucket *b, uint32_t ri, bool held, bool keep,
 	return rc;
 }
 
-static int unqueue(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
+/* wlk__unqueue(), wlk__unhold() - drop() a pending or held request. */
+int wlk__unqueue(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
 {
 	return drop(b, ri, false, false, wake);
 }
 
-static int unhold(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
+int wlk__unhold(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake)
 {
 	return drop(b, ri, true, false, wake);
 }
@@ -261,14 +262,14 @@ int wlk__release_lock(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 }
 
 /*
- * Spec 2.6 step 1 for client @ci (gen @cgen), whose request @ri is pending:
- * abort it and every other request of the client in the same queue, then
- * process that queue once, so that none of them is granted on the way out.
- * Return: 0 or WLK_ECORRUPT.
+ * wlk__abort_queued() - spec 2.6 step 1 for client @ci (gen @cgen), whose
+ * request @ri is pending: abort it and every other request of the client
+ * in the same queue, then process that queue once, so that none of them
+ * is granted on the way out. Return: 0 or WLK_ECORRUPT.
  */
-static int abort_queued(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
-			uint32_t cgen, struct wlk__names *names,
-			struct wlk__wake *wake)
+int wlk__abort_queued(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
+		      uint32_t cgen, struct wlk__names *names,
+		      struct wlk__wake *wake)
 {
 	struct wlk_seg_name *n;
 	uint32_t ni, i;
@@ -307,14 +308,15 @@ static int abort_queued(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
 	return rc;
 }
 
-/* abort_queued() of a closing manager's request @ri, and the queues of
- * the names of the scopes it cut. */
+/* wlk__abort_queued() of a closing manager's request @ri, and the queues
+ * of the names of the scopes it cut. */
 static int abort_closing(struct wlk__bucket *b, uint32_t ri,
 			 struct wlk__wake *wake)
 {
 	struct wlk_seg_request *r = wlk__req(b, ri);
 	struct wlk__names names = {0};
-	int rc = abort_queued(b, ri, r->client, r->client_gen, &names, wake);
+	int rc = wlk__abort_queued(b, ri, r->client, r->client_gen, &names,
+				   wake);
 
 	return rc ? rc : wlk__names_run(b, &names, WLK_NIL, wake);
 }
@@ -323,7 +325,7 @@ static int abort_closing(struct wlk__bucket *b, uint32_t ri,
  * wlk__abort_request() - spec 4.3 "abort the request", if it is still
  * pending.
  * @closing: its manager is closing: as in spec 2.6 step 1, every request
- *           of its client in that queue goes too (abort_queued()).
+ *           of its client in that queue goes too (wlk__abort_queued()).
  * Return: 0 if it was pending and is gone; 1 if it was granted meanwhile
  * (held, stolen or fast; the caller owns it); WLK_ESTATE if the slot is no
  * longer ours; WLK_ECORRUPT.
@@ -338,166 +340,12 @@ int wlk__abort_request(struct wlk__bucket *b, uint32_t ri, uint32_t gen,
 		return WLK_ESTATE;
 	w = r->word;
 	if (w == WLK_WORD(gen, WLK_SLOT_PENDING))
-		return closing ? abort_closing(b, ri, wake) : unqueue(b, ri, wake);
+		return closing ? abort_closing(b, ri, wake)
+			       : wlk__unqueue(b, ri, wake);
 	/* FAST: granted through the fast word (queue.c). */
 	if (w == WLK_WORD(gen, WLK_SLOT_HELD) ||
 	    w == WLK_WORD(gen, WLK_SLOT_STOLEN) ||
 	    w == WLK_WORD(gen, WLK_SLOT_FAST))
 		return 1;
 	return WLK_ESTATE;
-}
-
-/*
- * The slots a client keeps for the fast path (layout.h, FAST PATH): a
- * reserved one is freed; one its fast path claimed is a held lock or a
- * waiting request if its name's fast word says so (inflated, then released
- * or aborted like any other), and otherwise an acquire in flight, which
- * only a dead owner leaves behind: a live owner finds its client gone and
- * discards the slot itself. Return: 0 or WLK_ECORRUPT.
- */
-static int drop_fast(struct wlk__bucket *b, uint32_t ri, uint32_t w,
-		     bool dead, struct wlk__wake *wake)
-{
-	struct wlk_seg_request *r = wlk__req(b, ri);
-	uint32_t ni = r->name;
-	int rc;
-
-	if (WLK_WORD_STATE(w) == WLK_SLOT_RESERVED) {
-		wlk__req_reclaim(b, ri, w);
-		return 0;
-	}
-	if (wlk__name_at(b, ni) &&
-	    (wlk__fast_holds(b, ni, ri) || wlk__fast_waits(b, ni, ri))) {
-		uint32_t now;
-
-		rc = wlk__name_inflate(b, ni);
-		if (rc)
-			return rc;
-		now = wlk__req(b, ri)->word;
-		if (now == WLK_WORD(WLK_WORD_GEN(w), WLK_SLOT_HELD))
-			return unhold(b, ri, wake);
-		if (now == WLK_WORD(WLK_WORD_GEN(w), WLK_SLOT_PENDING))
-			return unqueue(b, ri, wake);
-		return 0;
-	}
-	if (dead) {
-		wlk__fast_unclaim(b, ri);
-		wlk__req_free(b, ri);
-	}
-	return 0;
-}
-
-/* Step 1 for one slot of the client: abort it if it is a request, pending
- * or its name's fast waiter (inflated: then it is pending). Return: 0 or
- * WLK_ECORRUPT. */
-static int abort_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
-		     uint32_t cgen, struct wlk__names *names,
-		     struct wlk__wake *wake)
-{
-	struct wlk_seg_request *r = wlk__req(b, ri);
-	uint32_t w = uatomic_read(&r->word);
-
-	if (WLK_WORD_STATE(w) == WLK_SLOT_FAST) {
-		uint32_t ni = uatomic_read(&r->name);
-		int rc;
-
-		if (!wlk__name_at(b, ni) || !wlk__fast_waits(b, ni, ri))
-			return 0;
-		rc = wlk__name_inflate(b, ni);
-		if (rc)
-			return rc;
-		w = uatomic_read(&r->word);
-	}
-	if (WLK_WORD_STATE(w) == WLK_SLOT_PENDING)
-		return abort_queued(b, ri, ci, cgen, names, wake);
-	return 0;
-}
-
-/*
- * Step 2 for one slot @ri of client @ci (@gen), after step 1: release it if
- * held, drop it if still pending (damage: in no queue) or kept for the fast
- * path. Return: whether damage was found.
- */
-static bool drop_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
-		     uint32_t gen, bool dead, struct wlk__wake *wake)
-{
-	struct wlk_seg_request *r = wlk__req(b, ri);
-	uint32_t w = uatomic_read(&r->word);
-	uint32_t state = WLK_WORD_STATE(w);
-
-	if (state == WLK_SLOT_FREE || r->client != ci || r->client_gen != gen)
-		return false;
-	if (state == WLK_SLOT_RESERVED || state == WLK_SLOT_FAST)
-		return drop_fast(b, ri, w, dead, wake) != 0;
-	if (r->flags & WLK_REQF_SCOPE)
-		/* The whole scope, on every name; its other members are
-		 * FREE when the walk comes to them. */
-		return wlk__scope_abort(b, ri, wake) != 0;
-	wlk__wake_add(b, wake, ri);
-	WLK_FAILPOINT(drop_client_mid);
-	if (state == WLK_SLOT_PENDING)
-		return unqueue(b, ri, wake) != 0;
-	if (state == WLK_SLOT_HELD)
-		return unhold(b, ri, wake) != 0;
-	wlk__req_free(b, ri);
-	return false;
-}
-
-/* Slots of the client the first walk keeps for the second step, so that
- * the table is read once: a client with more is walked twice. */
-#define DROP_SEEN 128
-
-/*
- * wlk__drop_client() - spec 2.6 "terminate remaining locks and requests"
- * for one client: abort its requests, release its locks, then forget it.
- * @dead: its process is gone (reaped), rather than closing the manager.
- * Two steps over its slots, in the spec's order: releasing a lock first
- * would grant the client's own request queued behind it for an instant,
- * and give it a fencing token. The queues of the other names of the scopes
- * the first step aborts run once it is done, for the same reason. The
- * second step also drops what the first could not (a request in no queue:
- * damage that recovery repairs).
- * The client's slots are found by a walk of the whole request table, a
- * cost that grows with the bucket: the first step notes them, up to
- * DROP_SEEN, and the second visits those only (wlk_manager_close() of a
- * client that held a lock, on a 2-CPU VM: 11.4 us with two walks, 6.1 us
- * with one at the default 4096 slots; 16.1 ms and 6.9 ms at 2^20).
- * Neither step makes a slot the client's (both free or grant), so the
- * second has all it needs.
- * A step that finds damage does not stop the others: the client goes
- * anyway, and the segment is flagged for repair by the next locker.
- */
-void wlk__drop_client(struct wlk__bucket *b, uint32_t ci, bool dead,
-		      struct wlk__wake *wake)
-{
-	uint32_t gen = WLK_WORD_GEN(wlk__client(b, ci)->word);
-	struct wlk__names names = {0};
-	uint32_t seen[DROP_SEEN], n_seen = 0;
-	bool damaged = false, all_seen = true;
-
-	for (uint32_t ri = 0; ri < b->geo.max_requests; ri++) {
-		struct wlk_seg_request *r = wlk__req(b, ri);
-
-		if (r->client != ci || r->client_gen != gen ||
-		    WLK_WORD_STATE(uatomic_read(&r->word)) == WLK_SLOT_FREE)
-			continue;
-		if (n_seen < DROP_SEEN)
-			seen[n_seen++] = ri;
-		else
-			all_seen = false;
-		if (abort_own(b, ri, ci, gen, &names, wake))
-			damaged = true;
-	}
-	if (wlk__names_run(b, &names, WLK_NIL, wake))
-		damaged = true;
-	if (all_seen) {
-		for (uint32_t i = 0; i < n_seen; i++)
-			damaged |= drop_own(b, seen[i], ci, gen, dead, wake);
-	} else {
-		for (uint32_t ri = 0; ri < b->geo.max_requests; ri++)
-			damaged |= drop_own(b, ri, ci, gen, dead, wake);
-	}
-	wlk__client_free(b, ci);
-	if (damaged)
-		wlk__corrupt(b);
 }

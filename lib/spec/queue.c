@@ -41,7 +41,7 @@ static int grant_fast(struct wlk__bucket *b, uint32_t ni, uint32_t ri,
 	uint32_t gen = WLK_WORD_GEN(r->word);
 
 	r->token = uatomic_add_return(&n->token, 1);
-	r->grant_ns = wlk__stamp_ns();
+	r->stamp_ns = wlk__stamp_ns();
 	/*
 	 * The fast word first: FAST means held only while the fast word
 	 * names the slot, and the requester takes the lock as soon as it

@@ -175,7 +175,7 @@ static uint32_t member_new(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	r->name_gen = WLK_WORD_GEN(n->word);
 	r->seq = (uint32_t)++n->seq;
 	r->scope_n = (uint8_t)e->n_items;
-	r->enq_ns = wlk__stamp_ns();
+	r->stamp_ns = wlk__stamp_ns();
 	if (i == 0) {
 		r->scope = ri;
 		/* From here a crash undoes the scope (recover.c). */

@@ -87,6 +87,15 @@ int wlk__adopt_waiter(struct wlk__bucket *b, struct wlk_seg_name *n,
 		      uint32_t ri) WLK_INTERNAL;
 int wlk__steal(struct wlk__bucket *b, struct wlk_seg_name *n, uint32_t ri,
 	       struct wlk__wake *wake) WLK_INTERNAL;
+/* ops.c */
+int wlk__unqueue(struct wlk__bucket *b, uint32_t ri,
+		 struct wlk__wake *wake) WLK_INTERNAL;
+int wlk__unhold(struct wlk__bucket *b, uint32_t ri,
+		struct wlk__wake *wake) WLK_INTERNAL;
+int wlk__abort_queued(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
+		      uint32_t cgen, struct wlk__names *names,
+		      struct wlk__wake *wake) WLK_INTERNAL;
+/* terminate.c */
 void wlk__drop_client(struct wlk__bucket *b, uint32_t c, bool dead,
 		      struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__steal_apply(struct wlk__bucket *b, uint32_t r,

@@ -165,7 +165,7 @@ enum wlk__fast wlk__fast_await(struct wlk__bucket *b,
 	if (!wlk__spin(handed_or_gone, NULL, &h, WLK_SPIN_NS) || !h.handed)
 		return WLK__FAST_SLOW;
 	cmm_smp_rmb();
-	r->grant_ns = wlk__stamp_ns();
+	r->stamp_ns = wlk__stamp_ns();
 	/*
 	 * The handoff's CAS counted the name's token up for us (layout.h,
 	 * TOKENS ON THE FAST PATH). It stays ours while the word names us

@@ -114,6 +114,10 @@ void wlk__req_init(struct wlk__bucket *b, uint32_t ri, uint32_t client,
 		   uint32_t client_gen, enum wlk_mode mode, uint8_t flags)
 	WLK_INTERNAL;
 void wlk__req_keep(struct wlk__bucket *b, uint32_t r) WLK_INTERNAL;
+void wlk__client_push(struct wlk__bucket *b, uint32_t ri) WLK_INTERNAL;
+void wlk__client_unlink(struct wlk__bucket *b, uint32_t ri) WLK_INTERNAL;
+bool wlk__client_next(struct wlk__bucket *b, uint32_t ci, uint32_t gen,
+		      uint32_t ri, uint32_t *next, uint32_t steps) WLK_INTERNAL;
 bool wlk__req_reclaim(struct wlk__bucket *b, uint32_t r, uint32_t word)
 	WLK_INTERNAL;
 int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
@@ -275,7 +279,7 @@ wlk__fast_claim_slot(struct wlk__bucket *b, struct wlk__fast_claim *c,
 	r->name = c->ni;
 	r->name_gen = c->ngen;
 	r->token = 0;
-	r->enq_ns = r->grant_ns = wlk__stamp_ns();
+	r->stamp_ns = wlk__stamp_ns();
 	return r;
 }
 

@@ -306,7 +306,9 @@ uint32_t wlk__req_alloc(struct wlk__bucket *b)
 /*
  * wlk__req_init() - the one initialiser of a request slot's fields, before
  * its word publishes it: for client @client (gen @client_gen), in @mode
- * with @flags, on no name, in no list, without token or stamps.
+ * with @flags, on no name, in no queue, without token or stamp. A slot
+ * taken from the free list joins the client's list (CLIENT LISTS); the
+ * client's own slot, taken again, is on it already.
  */
 void wlk__req_init(struct wlk__bucket *b, uint32_t ri, uint32_t client,
 		   uint32_t client_gen, enum wlk_mode mode, uint8_t flags)
@@ -324,16 +326,20 @@ void wlk__req_init(struct wlk__bucket *b, uint32_t ri, uint32_t client,
 	r->scope = WLK_NIL;
 	r->scope_n = 0;
 	r->token = 0;
-	r->enq_ns = r->grant_ns = 0;
+	r->stamp_ns = 0;
 	r->prev = r->next = WLK_NIL;
+	if (WLK_WORD_STATE(r->word) == WLK_SLOT_FREE)
+		wlk__client_push(b, ri);
 }
 
-/* A request slot whose word is FREE now goes on the free list. */
+/* A request slot whose word is FREE now leaves its client's list and goes
+ * on the free list. */
 static void req_push_free(struct wlk__bucket *b, uint32_t ri)
 {
 	struct wlk_seg_header *h = b->hdr;
 	struct wlk_seg_request *r = wlk__req(b, ri);
 
+	wlk__client_unlink(b, ri);
 	r->prev = WLK_NIL;
 	r->next = h->free_requests;
 	h->free_requests = ri;
@@ -416,6 +422,7 @@ int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
 	c->bell_fd = 0;
 	c->bell_dgrams = 0;
 	c->next = WLK_NIL;
+	c->reqs = WLK_NIL;
 	wlk__word_store(&c->word, WLK_WORD(WLK_WORD_GEN(c->word),
 					   WLK_SLOT_USED));
 	wlk__count(&h->n_clients, 1);
@@ -430,6 +437,7 @@ void wlk__client_free(struct wlk__bucket *b, uint32_t ci)
 
 	wlk__word_store(&c->word, WLK_WORD(WLK_WORD_GEN(c->word) + 1,
 					   WLK_SLOT_FREE));
+	c->reqs = WLK_NIL; /* its slots left, or were left to their owner */
 	c->next = h->free_clients;
 	h->free_clients = ci;
 	wlk__count(&h->n_clients, -1);

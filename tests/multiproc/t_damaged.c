@@ -8,6 +8,7 @@
  * priority protection with a ceiling of 0 made its trylock abort.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -437,4 +438,170 @@ Test(damaged, a_long_name_is_compared_to_its_last_byte, T_FIX, .timeout = 20)
 	T_ASSERT_RC(wlk_release(l), 0);
 	second->text[last] ^= 1; /* for the fixture's validation */
 	munmap(seg, size);
+}
+
+/* The request table of a mapped segment. */
+static struct wlk_seg_request *req_table(uint8_t *seg)
+{
+	const struct wlk_seg_header *h = (const struct wlk_seg_header *)seg;
+
+	return (struct wlk_seg_request *)(seg + h->off_requests);
+}
+
+/* The client of the first held request: the only holder's. */
+static struct wlk_seg_client *holders_client(uint8_t *seg)
+{
+	const struct wlk_seg_header *h = (const struct wlk_seg_header *)seg;
+	const struct wlk_seg_request *r = req_table(seg);
+
+	for (uint32_t i = 0; i < h->max_requests; i++)
+		if (WLK_WORD_STATE(r[i].word) == WLK_SLOT_HELD)
+			return (struct wlk_seg_client *)(seg + h->off_clients) +
+			       r[i].client;
+	return NULL;
+}
+
+/* Request slots HELD, read without the mutex. */
+static uint32_t held_slots(uint8_t *seg)
+{
+	const struct wlk_seg_header *h = (const struct wlk_seg_header *)seg;
+	const struct wlk_seg_request *r = req_table(seg);
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < h->max_requests; i++)
+		n += WLK_WORD_STATE(__atomic_load_n(&r[i].word,
+						    __ATOMIC_ACQUIRE)) ==
+		     WLK_SLOT_HELD;
+	return n;
+}
+
+/*
+ * A client's list of its request slots (layout.h, CLIENT LISTS) damaged:
+ * @cycle, its first slot's link points at itself; else the list's head
+ * is out of bounds. The validator says so; the client's close walks the
+ * whole table instead, releases all it held and grants the waiter behind
+ * it; the next locker repairs, and the segment is valid again.
+ */
+static const char *const held_names[] = {"x", "y", "z"};
+
+/* Child: hold the three names, say so on @arg's pipe, wait to be
+ * killed. */
+static int child_holds_three(void *arg)
+{
+	struct t_pipe *up = arg;
+	struct wlk_manager *m = NULL;
+	struct wlk_lock *l = NULL;
+
+	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 10);
+	for (int i = 0; i < 3; i++)
+		T_CHILD_CHECK(wlk_acquire(m, held_names[i], 1, NULL, &l) == 0,
+			      11);
+	T_CHILD_CHECK(t_put_byte(up->wr, 'g') == 0, 12);
+	t_nap_ms(60000); /* until killed */
+	return 13;
+}
+
+/*
+ * As broken_client_list(), for a process that dies holding them: its
+ * reaping walks the table too, and grants the waiter.
+ */
+static void broken_client_list_of_the_dead(bool cycle)
+{
+	struct wlk_manager *b = t_open();
+	struct wlk_seg_client *c;
+	struct t_holder h;
+	struct t_pipe up;
+	size_t size;
+	uint8_t *seg;
+	pid_t pid;
+
+	t_pipe_open(&up);
+	pid = t_fork(child_holds_three, &up);
+	cr_assert_eq(t_get_byte(up.rd), 'g', "the child did not hold");
+	t_holder_start(&h, b, "z", 1, NULL);
+	cr_assert(t_wait_pending(b, "z", 1, 1));
+	seg = t_segment_map(&size);
+	c = holders_client(seg);
+	cr_assert_not_null(c);
+	if (cycle)
+		req_table(seg)[c->reqs].cnext = c->reqs;
+	else
+		c->reqs = ((const struct wlk_seg_header *)seg)->max_requests + 7;
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
+	cr_assert_eq(t_holder_wait_granted(&h), 0, "waiter not woken");
+	T_ASSERT_RC(h.acq_rc, 0);
+	cr_assert_eq(t_held_n(b, NULL, 0), 1, "%zu held after the death",
+		     t_held_n(b, NULL, 0));
+	cr_assert_eq(t_holder_release(&h), 0);
+	t_holder_join(&h);
+	t_assert_valid(b, NULL);
+	t_pipe_close(&up);
+	munmap(seg, size);
+}
+
+static void broken_client_list(bool cycle)
+{
+	struct wlk_manager *a = t_open(), *b = t_open();
+	struct wlk_lock *l[3] = {NULL}, *lz = NULL;
+	struct wlk_seg_client *c;
+	struct t_holder h;
+	size_t size;
+	uint8_t *seg;
+
+	for (int i = 0; i < 3; i++)
+		T_ASSERT_RC(wlk_acquire(a, held_names[i], 1, NULL, &l[i]), 0);
+	t_holder_start(&h, b, "z", 1, NULL);
+	cr_assert(t_wait_pending(b, "z", 1, 1));
+	seg = t_segment_map(&size);
+	c = holders_client(seg);
+	cr_assert_not_null(c);
+	cr_assert_neq(c->reqs, WLK_NIL, "the holder's list is empty");
+	if (cycle)
+		req_table(seg)[c->reqs].cnext = c->reqs;
+	else
+		c->reqs = ((const struct wlk_seg_header *)seg)->max_requests + 7;
+	T_ASSERT_RC(wlk_manager_validate(b, NULL, NULL), WLK_ECORRUPT);
+
+	t_close(a);
+	/* By the close itself, not by a later repair: read with no lock. */
+	cr_assert_eq(held_slots(seg), 1, "%u held right after the close",
+		     held_slots(seg));
+	cr_assert_eq(t_holder_wait_granted(&h), 0, "waiter not woken");
+	T_ASSERT_RC(h.acq_rc, 0);
+	cr_assert_eq(t_held_n(b, NULL, 0), 1, "%zu held after the close",
+		     t_held_n(b, NULL, 0));
+	cr_assert_eq(t_pending_n(b, NULL, 0), 0);
+	for (int i = 0; i < 3; i++)
+		T_ASSERT_RC(wlk_release(l[i]), WLK_ESTATE);
+	cr_assert_eq(t_holder_release(&h), 0);
+	t_holder_join(&h);
+	T_ASSERT_RC(wlk_acquire(b, "x", 1, NULL, &lz), 0);
+	T_ASSERT_RC(wlk_release(lz), 0);
+	t_assert_valid(b, NULL);
+	munmap(seg, size);
+}
+
+Test(damaged, a_client_list_with_a_cycle_is_walked_around, T_FIX,
+     .timeout = 20)
+{
+	broken_client_list(true);
+}
+
+Test(damaged, a_client_list_head_out_of_bounds_is_walked_around, T_FIX,
+     .timeout = 20)
+{
+	broken_client_list(false);
+}
+
+Test(damaged, a_dead_client_list_with_a_cycle_is_walked_around, T_FIX,
+     .timeout = 20)
+{
+	broken_client_list_of_the_dead(true);
+}
+
+Test(damaged, a_dead_client_list_head_out_of_bounds_is_walked_around,
+     T_FIX, .timeout = 20)
+{
+	broken_client_list_of_the_dead(false);
 }
