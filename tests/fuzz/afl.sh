@@ -31,6 +31,14 @@ lib_inc=()
 for d in "$srcdir"/lib/*/; do lib_inc+=(-I"$d"); done
 builddir=$(cd "${1:-build}" && pwd)
 what=${2:-60}
+# A build with the etcd engine compiles lib/etcd too: its libraries, and
+# a path for its guard program, which nothing here runs (the fuzzed
+# buckets are shared memory; Makefile.am gives the installed path).
+etcd=()
+if grep -q '^#define WLK_HAVE_ETCD 1' "$builddir/config.h" 2>/dev/null; then
+	read -r -a etcd <<<"$(pkg-config --cflags --libs libcurl json-c)"
+	etcd+=('-DWLK_ETCD_GUARD_PATH="/nonexistent/etcd-guard"')
+fi
 afl=$builddir/afl
 corpus=$srcdir/tests/fuzz/corpus
 # The segments' names hold this ID (see fuzz_segment.c): --cleanup below
@@ -54,7 +62,8 @@ build() { # OUTPUT, then environment for afl-clang-fast
 		"$srcdir"/tools/text.c "$srcdir"/tools/deadlock.c \
 		"$srcdir"/tools/json.c \
 		"$srcdir"/tests/fuzz/fuzz_segment.c \
-		$(pkg-config --libs liburcu-bp liburcu-cds) -lrt -o "$out"
+		$(pkg-config --libs liburcu-bp liburcu-cds) "${etcd[@]}" \
+		-lrt -o "$out"
 }
 build "$afl/fuzz-segment" AFL_USE_ASAN=1 AFL_USE_UBSAN=1 AFL_QUIET=1
 build "$afl/fuzz-segment.cmplog" AFL_LLVM_CMPLOG=1 AFL_QUIET=1

@@ -18,6 +18,14 @@ lib_inc=()
 for d in "$srcdir"/lib/*/; do lib_inc+=(-I"$d"); done
 builddir=$(cd "${1:-build}" && pwd)
 seconds=${2:-60}
+# A build with the etcd engine compiles lib/etcd too: its libraries, and
+# a path for its guard program, which nothing here runs (the fuzzed
+# buckets are shared memory; Makefile.am gives the installed path).
+etcd=()
+if grep -q '^#define WLK_HAVE_ETCD 1' "$builddir/config.h" 2>/dev/null; then
+	read -r -a etcd <<<"$(pkg-config --cflags --libs libcurl json-c)"
+	etcd+=('-DWLK_ETCD_GUARD_PATH="/nonexistent/etcd-guard"')
+fi
 san=-fsanitize=fuzzer,address,undefined
 
 [[ -f $builddir/config.h ]] || {
@@ -33,7 +41,7 @@ clang -std=gnu11 -g -O1 $san -fno-omit-frame-pointer -pthread \
 	"$srcdir"/lib/*/*.c "$srcdir"/tools/render.c "$srcdir"/tools/text.c \
 	"$srcdir"/tools/deadlock.c "$srcdir"/tools/json.c \
 	"$srcdir"/tests/fuzz/fuzz_inspect.c \
-	$(pkg-config --libs liburcu-bp liburcu-cds) -lrt \
+	$(pkg-config --libs liburcu-bp liburcu-cds) "${etcd[@]}" -lrt \
 	-o "$builddir/fuzz-inspect"
 mkdir -p "$builddir/fuzz-corpus"
 cd "$builddir"
