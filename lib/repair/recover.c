@@ -8,10 +8,10 @@
  * client lists, queues, held lists, counts. Recovery re-derives everything,
  * drops slots whose references dangle (a request of a freed client, a
  * client of a freed agent), redoes an interrupted steal, and re-runs the
- * grant algorithm on every name. It changes nothing authoritative that is consistent, so it is
- * idempotent: a recoverer killed halfway leaves EOWNERDEAD for the next one,
- * which starts again from the top. Segment creation uses the same rebuild
- * on an all-FREE segment.
+ * grant algorithm on every name. It changes nothing authoritative that is
+ * consistent, so it is idempotent: a recoverer killed halfway leaves
+ * EOWNERDEAD for the next one, which starts again from the top. Segment
+ * creation uses the same rebuild on an all-FREE segment.
  */
 #include <errno.h>
 

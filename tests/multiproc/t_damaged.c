@@ -448,6 +448,12 @@ static struct wlk_seg_request *req_table(uint8_t *seg)
 	return (struct wlk_seg_request *)(seg + h->off_requests);
 }
 
+/* A request index out of bounds. */
+static uint32_t past_the_table(uint8_t *seg)
+{
+	return ((const struct wlk_seg_header *)seg)->max_requests + 7;
+}
+
 /* The client of the first held request: the only holder's. */
 static struct wlk_seg_client *holders_client(uint8_t *seg)
 {
@@ -526,7 +532,7 @@ static void broken_client_list_of_the_dead(bool cycle)
 	if (cycle)
 		req_table(seg)[c->reqs].cnext = c->reqs;
 	else
-		c->reqs = ((const struct wlk_seg_header *)seg)->max_requests + 7;
+		c->reqs = past_the_table(seg);
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
 	cr_assert_eq(t_holder_wait_granted(&h), 0, "waiter not woken");
@@ -560,7 +566,7 @@ static void broken_client_list(bool cycle)
 	if (cycle)
 		req_table(seg)[c->reqs].cnext = c->reqs;
 	else
-		c->reqs = ((const struct wlk_seg_header *)seg)->max_requests + 7;
+		c->reqs = past_the_table(seg);
 	T_ASSERT_RC(wlk_manager_validate(b, NULL, NULL), WLK_ECORRUPT);
 
 	t_close(a);
