@@ -250,12 +250,12 @@ static void emit_records(double *tw, double *tf, int per_pass)
 	if (x > 1.0)
 		emit_limit("p3", "%.0f us vs %.0f us for flock(2): the kernel "
 			   "wakes the waiter as the holder's anchor thread "
-			   "exits (robust list), and the waiter then reaps "
-			   "the dead process under the segment mutex, which "
-			   "walks every request slot for each of its clients "
-			   "(O(max_requests)); flock's waiter is granted by "
-			   "the kernel when the holder's files close",
-			   w.median, f.median);
+			   "exits (its robust list), before it closes the "
+			   "files that free a flock; but the waiter may be "
+			   "woken on the CPU where the holder's last thread "
+			   "tears down its address space, and run only after "
+			   "that, then reap the dead process under the "
+			   "segment mutex", w.median, f.median);
 }
 
 int main(int argc, char **argv)
