@@ -529,13 +529,13 @@ struct wlk_seg_name {
  * free list for a client (wlk__req_init()), it joins; back on the free
  * list (wlk__req_free(), wlk__req_reclaim()), it leaves. A slot kept in
  * reserve for the fast path stays on it. So a manager's close and the
- * reaping of a dead process visit their client's own slots, not the whole
- * table (spec/ops.c, wlk__drop_client()). A slot a closed client leaves
- * to its live owner (an acquire in flight on the fast path) leaves the
- * list with the client, and its owner frees it later: a slot whose client
- * is gone is on no list. The lists are [D]: recovery rebuilds them from
- * the slots' client fields, and a walk that finds one damaged falls back
- * to the whole table.
+ * reaping of a dead process visit their client's own slots, not the
+ * whole table (spec/terminate.c, wlk__drop_client()). A slot a closed
+ * client leaves to its live owner (an acquire in flight on the fast path)
+ * leaves the list with the client, and its owner frees it later: a slot
+ * whose client is gone is on no list. The lists are [D]: recovery
+ * rebuilds them from the slots' client fields, and a walk that finds one
+ * damaged falls back to the whole table.
  */
 struct wlk_seg_request {
 	uint32_t word;       /* [F][M] gen | FREE/PENDING/HELD/STOLEN */

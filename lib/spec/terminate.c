@@ -74,6 +74,16 @@ static int abort_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
 	return 0;
 }
 
+/* Whether @ri is still client @ci's (gen @gen), on its list. */
+static bool still_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
+		      uint32_t gen)
+{
+	const struct wlk_seg_request *r = wlk__req(b, ri);
+
+	return WLK_WORD_STATE(uatomic_read(&r->word)) != WLK_SLOT_FREE &&
+	       r->client == ci && r->client_gen == gen;
+}
+
 /*
  * Step 2 for one slot @ri of client @ci (@gen), after step 1: release it if
  * held, drop it if still pending (damage: in no queue) or kept for the fast
@@ -86,7 +96,7 @@ static bool drop_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
 	uint32_t w = uatomic_read(&r->word);
 	uint32_t state = WLK_WORD_STATE(w);
 
-	if (state == WLK_SLOT_FREE || r->client != ci || r->client_gen != gen)
+	if (!still_own(b, ri, ci, gen))
 		return false;
 	if (state == WLK_SLOT_RESERVED || state == WLK_SLOT_FAST)
 		return drop_fast(b, ri, w, dead, wake) != 0;
@@ -108,16 +118,6 @@ static bool drop_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
 static bool flagged(struct wlk__bucket *b)
 {
 	return uatomic_read(&b->hdr->needs_repair) != 0;
-}
-
-/* Whether @ri is still client @ci's (gen @gen), on its list. */
-static bool still_own(struct wlk__bucket *b, uint32_t ri, uint32_t ci,
-		      uint32_t gen)
-{
-	const struct wlk_seg_request *r = wlk__req(b, ri);
-
-	return WLK_WORD_STATE(uatomic_read(&r->word)) != WLK_SLOT_FREE &&
-	       r->client == ci && r->client_gen == gen;
 }
 
 /*

@@ -11,19 +11,6 @@
  */
 #include "state.h"
 
-/* Request @r's client, if it is still there (as wlk__client_live(), which
- * table.c has: this file is below it). */
-static struct wlk_seg_client *client_of(struct wlk__bucket *b,
-					const struct wlk_seg_request *r)
-{
-	struct wlk_seg_client *c = wlk__client_at(b, r->client);
-
-	return c && wlk__word_load(&c->word) ==
-			    WLK_WORD(r->client_gen, WLK_SLOT_USED)
-		       ? c
-		       : NULL;
-}
-
 /*
  * wlk__client_push() - request slot @ri, just taken from the free list
  * for its client (r->client, r->client_gen: live), joins the client's
@@ -62,9 +49,9 @@ void wlk__client_unlink(struct wlk__bucket *b, uint32_t ri)
 	struct wlk_seg_client *c;
 
 	r->cprev = r->cnext = WLK_NIL;
-	c = client_of(b, r);
-	if (!c)
+	if (!wlk__client_live(b, r->client, r->client_gen))
 		return;
+	c = wlk__client(b, r->client);
 	if (prev == WLK_NIL && c->reqs == ri)
 		c->reqs = next;
 	else if (p && p->cnext == ri)

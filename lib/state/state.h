@@ -127,8 +127,15 @@ int wlk__agent_alloc(struct wlk__bucket *b, uint32_t pid, uint64_t now,
 		     uint32_t *out) WLK_INTERNAL;
 void wlk__agent_free(struct wlk__bucket *b, uint32_t ai, uint32_t gen)
 	WLK_INTERNAL;
-bool wlk__client_live(struct wlk__bucket *b, uint32_t c, uint32_t gen)
-	WLK_INTERNAL;
+
+/* Whether client slot @c is in use in generation @gen. */
+static inline bool wlk__client_live(struct wlk__bucket *b, uint32_t c,
+				    uint32_t gen)
+{
+	const struct wlk_seg_client *cl = wlk__client_at(b, c);
+
+	return cl && wlk__word_load(&cl->word) == WLK_WORD(gen, WLK_SLOT_USED);
+}
 
 bool wlk__name_peek(struct wlk__bucket *b, const char *name, uint32_t len,
 		    uint64_t hash, uint32_t *ni, uint32_t *ngen) WLK_INTERNAL;

@@ -387,13 +387,6 @@ bool wlk__req_reclaim(struct wlk__bucket *b, uint32_t ri, uint32_t word)
 	return true;
 }
 
-bool wlk__client_live(struct wlk__bucket *b, uint32_t c, uint32_t gen)
-{
-	const struct wlk_seg_client *cl = wlk__client_at(b, c);
-
-	return cl && wlk__word_load(&cl->word) == WLK_WORD(gen, WLK_SLOT_USED);
-}
-
 int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
 		      uint64_t now, uint32_t *out)
 {

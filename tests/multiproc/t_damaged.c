@@ -454,6 +454,16 @@ static uint32_t past_the_table(uint8_t *seg)
 	return ((const struct wlk_seg_header *)seg)->max_requests + 7;
 }
 
+/* Damage client @c's list: @cycle, its first slot's link points at
+ * itself; else its head is out of bounds. */
+static void break_list(uint8_t *seg, struct wlk_seg_client *c, bool cycle)
+{
+	if (cycle)
+		req_table(seg)[c->reqs].cnext = c->reqs;
+	else
+		c->reqs = past_the_table(seg);
+}
+
 /* The client of the first held request: the only holder's. */
 static struct wlk_seg_client *holders_client(uint8_t *seg)
 {
@@ -529,10 +539,7 @@ static void broken_client_list_of_the_dead(bool cycle)
 	seg = t_segment_map(&size);
 	c = holders_client(seg);
 	cr_assert_not_null(c);
-	if (cycle)
-		req_table(seg)[c->reqs].cnext = c->reqs;
-	else
-		c->reqs = past_the_table(seg);
+	break_list(seg, c, cycle);
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
 	cr_assert_eq(t_holder_wait_granted(&h), 0, "waiter not woken");
@@ -563,10 +570,7 @@ static void broken_client_list(bool cycle)
 	c = holders_client(seg);
 	cr_assert_not_null(c);
 	cr_assert_neq(c->reqs, WLK_NIL, "the holder's list is empty");
-	if (cycle)
-		req_table(seg)[c->reqs].cnext = c->reqs;
-	else
-		c->reqs = past_the_table(seg);
+	break_list(seg, c, cycle);
 	T_ASSERT_RC(wlk_manager_validate(b, NULL, NULL), WLK_ECORRUPT);
 
 	t_close(a);
