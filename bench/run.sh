@@ -33,8 +33,8 @@ case ${BENCH_QUICK:-0} in
 0 | '') ;;
 *) q=-q ;;
 esac
-all="uncontended handoff failover throughput scale_names scale_segment
-	scale_queue scale_shared scale_agents scopes etcd"
+all="uncontended startup handoff failover throughput scale_names
+	scale_segment scale_queue scale_shared scale_agents scopes etcd"
 progs=${BENCH_ONLY:-$all}
 
 setup() {

@@ -239,7 +239,13 @@
  * later, through its JSON gateway, plain HTTP), shared by every process
  * of every machine that opens the same (origin, bucket, partition) on it.
  * configure --enable-etcd builds it (libcurl, json-c); a build without it
- * refuses such a manager with %WLK_ENOTSUPPORTED. Tunables, from the
+ * refuses such a manager with %WLK_ENOTSUPPORTED. libweblocks does not
+ * link libcurl, whose libraries would load with every program that links
+ * it (about 7 ms at each start, make bench part 1): the first manager of
+ * an etcd backend in a process loads it (libcurl.so.4, RTLD_LOCAL; never
+ * unloaded), and where it cannot be loaded, or lacks a function the
+ * engine calls, the engine refuses with %WLK_ENOTSUPPORTED too, from
+ * wlk_manager_open() and wlk_bucket_remove(). Tunables, from the
  * environment: WEBLOCKS_ETCD_TTL, the lease's TTL in seconds (default 10,
  * at most 3600), and WEBLOCKS_ETCD_TIMEOUT_MS, how long one call tries the
  * members (default 5000).
@@ -662,6 +668,10 @@ struct wlk_manager_options {
  * * %WLK_EFORMAT - the segment was made by an incompatible build (pointer
  *   size, mutex layout) of the library.
  * * %WLK_ECORRUPT - the segment failed validation.
+ * * %WLK_ENOTSUPPORTED - the backend (@o->backend or WEBLOCKS_BACKEND) has
+ *   a scheme other than "shm" and "etcd://", or is etcd in a build without
+ *   the engine, or in a process where libcurl cannot be loaded (ETCD
+ *   ENGINE above).
  * * -EAGAIN - this process's anchor thread could not be started (it is
  *   started by the first open: RLIMIT_NPROC, or out of threads), or the
  *   segment was removed or replaced 16 times in a row (ATTACH_RETRIES in
@@ -725,8 +735,8 @@ WLK_EXPORT const char *wlk_manager_client_id(const struct wlk_manager *m);
  * Thread cancellation is disabled during the call.
  *
  * Return: 0 on success, or
- * * %WLK_EINVAL, %WLK_ESECURITY, %WLK_ENAMETOOLONG - as for
- *   wlk_manager_open().
+ * * %WLK_EINVAL, %WLK_ESECURITY, %WLK_ENAMETOOLONG, %WLK_ENOTSUPPORTED - as
+ *   for wlk_manager_open().
  * * -ENOENT - there is no such segment.
  * * -EBUSY - a process has the bucket open: a manager not closed, or a
  *   lock handle not released yet (a closed manager's handles keep its

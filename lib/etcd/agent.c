@@ -18,9 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
 #include "etcd.h"
+#include "libcurl.h"
 
 /* Longest wait in the agent's poll: how soon it sees a stop without a
  * wakeup, and checks its keepalive clock. */
@@ -215,7 +214,7 @@ static void reap_watches(struct wlk__etcd_agent *a, CURLM *multi)
 	CURLMsg *msg;
 	int left;
 
-	while ((msg = curl_multi_info_read(multi, &left))) {
+	while ((msg = wlk__curl.multi_info_read(multi, &left))) {
 		if (msg->msg != CURLMSG_DONE)
 			continue;
 		cds_list_for_each_entry(w, &a->watches, link) {
@@ -272,7 +271,7 @@ static void *agent_main(void *arg)
 		 * meanwhile. */
 		pthread_mutex_lock(&a->mu);
 		tend_watches(a, multi);
-		curl_multi_perform(multi, &running);
+		wlk__curl.multi_perform(multi, &running);
 		reap_watches(a, multi);
 		resync_watches(a);
 		pthread_mutex_unlock(&a->mu);
@@ -297,7 +296,7 @@ static void *agent_main(void *arg)
 		 * lives, and a dead process's lease ends within its TTL of
 		 * the last keepalive, which was at most TTL/3 before. */
 		now = wlk__now_ns();
-		curl_multi_poll(multi, NULL, 0,
+		wlk__curl.multi_poll(multi, NULL, 0,
 				next_ka <= now ? 0 :
 				next_ka - now >= POLL_MS * 1000000ull ?
 				POLL_MS : (int)((next_ka - now) / 1000000u) + 1,
@@ -326,7 +325,7 @@ int wlk__etcd_agent_start(struct wlk__etcd_agent *a)
 	a->lease = lease;
 	/* Without its guard, the lease still ends at its expiry. */
 	(void)wlk__etcd_guard_start(a);
-	a->multi = curl_multi_init();
+	a->multi = wlk__curl.multi_init();
 	if (!a->multi) {
 		(void)lease_revoke(a);
 		wlk__etcd_guard_stop(a);
@@ -337,7 +336,7 @@ int wlk__etcd_agent_start(struct wlk__etcd_agent *a)
 	rc = pthread_create(&a->thread, NULL, agent_main, a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
-		curl_multi_cleanup(a->multi);
+		wlk__curl.multi_cleanup(a->multi);
 		a->multi = NULL;
 		(void)lease_revoke(a);
 		wlk__etcd_guard_stop(a);
@@ -354,14 +353,14 @@ void wlk__etcd_agent_stop(struct wlk__etcd_agent *a)
 	struct wlk__etcd_watch *w, *wt;
 
 	uatomic_set(&a->stop, 1);
-	curl_multi_wakeup(a->multi);
+	wlk__curl.multi_wakeup(a->multi);
 	pthread_join(a->thread, NULL);
 	cds_list_for_each_entry_safe(w, wt, &a->watches, link) {
 		cds_list_del(&w->link);
 		free(w->prefix);
 		free(w);
 	}
-	curl_multi_cleanup(a->multi);
+	wlk__curl.multi_cleanup(a->multi);
 	a->multi = NULL;
 	pthread_mutex_lock(&a->lease_mu);
 	a->dead = true;

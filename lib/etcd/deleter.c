@@ -27,9 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
 #include "etcd.h"
+#include "libcurl.h"
 
 /* One attempt at the watch on one member (history is sent at once). */
 #define CONNECT_MS 500
@@ -138,7 +137,7 @@ static int deleted_at(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 				     (long)CONNECT_MS, (long)ATTEMPT_MS);
 		json_tokener_reset(h.tok);
 		h.pending = 0;
-		(void)curl_easy_perform(e); /* ended by on_data, or failed */
+		(void)wlk__curl.easy_perform(e); /* ended by on_data, or failed */
 	}
 	if (h.done)
 		rc = h.deleted_at ? 0 : -ENODATA;
@@ -146,7 +145,7 @@ static int deleted_at(struct wlk__etcd_manager *m, struct wlk__etcd_lock *l,
 		*rev = h.deleted_at;
 out:
 	if (e)
-		curl_easy_cleanup(e);
+		wlk__curl.easy_cleanup(e);
 	if (h.tok)
 		json_tokener_free(h.tok);
 	json_object_put(req);

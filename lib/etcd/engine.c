@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "etcd.h"
+#include "libcurl.h"
 
 /* struct wlk_manager_options.permissions: read/write bits only, the
  * owner's included. */
@@ -91,6 +92,11 @@ static int etcd_open(struct wlk_manager *pub, const char *origin,
 	rc = setup(m, origin, o);
 	if (rc)
 		return rc;
+	rc = wlk__curl_load(); /* after the arguments' checks */
+	if (rc) {
+		teardown(m);
+		return rc;
+	}
 	CDS_INIT_LIST_HEAD(&m->locks);
 	rc = pthread_mutex_init(&m->lmu, NULL);
 	if (rc) {
@@ -175,7 +181,9 @@ static int etcd_remove(const char *origin,
 		return -ENOMEM;
 	rc = setup(m, origin, o);
 	if (!rc) {
-		rc = wlk__etcd_bucket_remove(m);
+		rc = wlk__curl_load();
+		if (!rc)
+			rc = wlk__etcd_bucket_remove(m);
 		teardown(m);
 	}
 	free(m);

@@ -17,9 +17,8 @@
 #include <stdio.h>
 #include <time.h>
 
-#include <curl/curl.h>
-
 #include "etcd.h"
+#include "libcurl.h"
 
 /* A reply larger than this is refused (-EMSGSIZE): a bucket's range is
  * the largest legitimate one. */
@@ -43,14 +42,14 @@ static CURLcode global_rc = CURLE_FAILED_INIT;
 
 static void global_init(void)
 {
-	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	global_rc = wlk__curl.global_init(CURL_GLOBAL_DEFAULT);
 }
 
 /* A new handle, with curl initialised once per process; NULL if not. */
 void *wlk__etcd_handle_new(void)
 {
 	pthread_once(&global_once, global_init);
-	return global_rc == CURLE_OK ? curl_easy_init() : NULL;
+	return global_rc == CURLE_OK ? wlk__curl.easy_init() : NULL;
 }
 
 /*
@@ -152,7 +151,7 @@ void wlk__etcd_conn_fini(struct wlk__etcd_conn *c)
 	 * they are left alone there. */
 	if (c->fork_gen == wlk__fork_gen())
 		for (unsigned int i = 0; i < c->n_pool; i++)
-			curl_easy_cleanup(c->pool[i]);
+			wlk__curl.easy_cleanup(c->pool[i]);
 	c->n_pool = 0;
 	for (unsigned int i = 0; i < c->n_url; i++)
 		free(c->url[i]);
@@ -181,7 +180,7 @@ static void handle_put(struct wlk__etcd_conn *c, CURL *h)
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (h)
-		curl_easy_cleanup(h);
+		wlk__curl.easy_cleanup(h);
 }
 
 struct buf {
@@ -263,16 +262,16 @@ void wlk__etcd_post_setup(void *h, const char *url, const char *body,
 			  wlk__etcd_write_fn write, void *arg,
 			  long connect_ms, long total_ms)
 {
-	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, &json_hdr);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, arg);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, total_ms);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+	wlk__curl.easy_reset(h);
+	wlk__curl.easy_setopt(h, CURLOPT_URL, url);
+	wlk__curl.easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	wlk__curl.easy_setopt(h, CURLOPT_HTTPHEADER, &json_hdr);
+	wlk__curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, write);
+	wlk__curl.easy_setopt(h, CURLOPT_WRITEDATA, arg);
+	wlk__curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	wlk__curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+	wlk__curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, total_ms);
+	wlk__curl.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
 }
 
 static enum attempt attempt(CURL *h, const char *url, const char *body,
@@ -287,8 +286,8 @@ static enum attempt attempt(CURL *h, const char *url, const char *body,
 	wlk__etcd_post_setup(h, url, body, on_data, &b,
 			     ms < CONNECT_MS ? ms : (long)CONNECT_MS,
 			     ms < ATTEMPT_MS ? ms : (long)ATTEMPT_MS);
-	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-	cc = curl_easy_perform(h);
+	wlk__curl.easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	cc = wlk__curl.easy_perform(h);
 	if (cc != CURLE_OK) {
 		free(b.p);
 		if (cc == CURLE_WRITE_ERROR) {
@@ -297,7 +296,7 @@ static enum attempt attempt(CURL *h, const char *url, const char *body,
 		}
 		return NEXT;
 	}
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	wlk__curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	j = b.p ? json_tokener_parse(b.p) : NULL;
 	free(b.p);
 	if (!j || !json_object_is_type(j, json_type_object)) {
@@ -369,7 +368,7 @@ int wlk__etcd_call(struct wlk__etcd_conn *c, const char *path,
 			snprintf(url, sizeof(url), "%s%s", c->url[k], path);
 			a = attempt(h, url, body, ms, out, &rc);
 			tries++;
-			curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+			wlk__curl.easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
 			if (a == OK) {
 				uatomic_set(&c->cur, k);
 				rc = 0;

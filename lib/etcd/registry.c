@@ -27,9 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
 #include "etcd.h"
+#include "libcurl.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int init_error;
@@ -196,7 +195,7 @@ found:
 out:
 	pthread_mutex_unlock(&a->mu);
 	if (!rc)
-		curl_multi_wakeup(a->multi);
+		wlk__curl.multi_wakeup(a->multi);
 	return rc;
 }
 
@@ -275,7 +274,7 @@ void wlk__etcd_agent_leave(struct wlk__etcd_manager *m)
 	pthread_mutex_unlock(&a->mu);
 	lease = uatomic_read(&a->lease);
 	pthread_mutex_unlock(&a->lease_mu);
-	curl_multi_wakeup(a->multi);
+	wlk__curl.multi_wakeup(a->multi);
 	if (!agent_unuse(a))
 		(void)wlk__etcd_bucket_leave(m, lease);
 }

@@ -21,9 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
 #include "etcd.h"
+#include "libcurl.h"
 
 /* Connecting the watch to a member (as http.c's calls). */
 #define CONNECT_MS 500
@@ -221,12 +220,12 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 void wlk__etcd_watch_end(void *multi, struct wlk__etcd_watch *w)
 {
 	if (w->h) {
-		curl_multi_remove_handle(multi, w->h);
-		curl_easy_cleanup(w->h);
+		wlk__curl.multi_remove_handle(multi, w->h);
+		wlk__curl.easy_cleanup(w->h);
 	}
 	if (w->tok)
 		json_tokener_free(w->tok);
-	curl_slist_free_all(w->hdr);
+	wlk__curl.slist_free_all(w->hdr);
 	w->hdr = NULL;
 	free(w->body);
 	w->h = NULL;
@@ -278,21 +277,21 @@ int wlk__etcd_watch_begin(void *multi, struct wlk__etcd_watch *w)
 		goto out;
 	w->member = uatomic_read(&a->conn.cur) % a->conn.n_url;
 	snprintf(url, sizeof(url), "%s/v3/watch", a->conn.url[w->member]);
-	curl_easy_setopt(w->h, CURLOPT_URL, url);
-	curl_easy_setopt(w->h, CURLOPT_POSTFIELDS, w->body);
-	w->hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	wlk__curl.easy_setopt(w->h, CURLOPT_URL, url);
+	wlk__curl.easy_setopt(w->h, CURLOPT_POSTFIELDS, w->body);
+	w->hdr = wlk__curl.slist_append(NULL, "Content-Type: application/json");
 	if (!w->hdr) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	curl_easy_setopt(w->h, CURLOPT_HTTPHEADER, w->hdr);
-	curl_easy_setopt(w->h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(w->h, CURLOPT_WRITEDATA, w);
-	curl_easy_setopt(w->h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(w->h, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_MS);
-	curl_easy_setopt(w->h, CURLOPT_PROTOCOLS_STR, "http");
-	curl_easy_setopt(w->h, CURLOPT_TCP_KEEPALIVE, 1L);
-	rc = curl_multi_add_handle(multi, w->h) == CURLM_OK ? 0 : -ENOMEM;
+	wlk__curl.easy_setopt(w->h, CURLOPT_HTTPHEADER, w->hdr);
+	wlk__curl.easy_setopt(w->h, CURLOPT_WRITEFUNCTION, on_data);
+	wlk__curl.easy_setopt(w->h, CURLOPT_WRITEDATA, w);
+	wlk__curl.easy_setopt(w->h, CURLOPT_NOSIGNAL, 1L);
+	wlk__curl.easy_setopt(w->h, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_MS);
+	wlk__curl.easy_setopt(w->h, CURLOPT_PROTOCOLS_STR, "http");
+	wlk__curl.easy_setopt(w->h, CURLOPT_TCP_KEEPALIVE, 1L);
+	rc = wlk__curl.multi_add_handle(multi, w->h) == CURLM_OK ? 0 : -ENOMEM;
 out:
 	json_object_put(req);
 	json_object_put(c);

@@ -18,12 +18,14 @@ lib_inc=()
 for d in "$srcdir"/lib/*/; do lib_inc+=(-I"$d"); done
 builddir=$(cd "${1:-build}" && pwd)
 seconds=${2:-60}
-# A build with the etcd engine compiles lib/etcd too: its libraries, and
-# a path for its guard program, which nothing here runs (the fuzzed
+# A build with the etcd engine compiles lib/etcd too: libcurl's header
+# (the library is loaded at run time), json-c, and a path for its guard
+# program, which nothing here runs (the fuzzed
 # buckets are shared memory; Makefile.am gives the installed path).
 etcd=()
 if grep -q '^#define WLK_HAVE_ETCD 1' "$builddir/config.h" 2>/dev/null; then
-	read -r -a etcd <<<"$(pkg-config --cflags --libs libcurl json-c)"
+	read -r -a etcd <<<"$(pkg-config --cflags libcurl) \
+		$(pkg-config --cflags --libs json-c)"
 	etcd+=('-DWLK_ETCD_GUARD_PATH="/nonexistent/etcd-guard"')
 fi
 san=-fsanitize=fuzzer,address,undefined

@@ -43,12 +43,9 @@ case " ${WLK_CFLAGS:-} ${WLK_LDFLAGS:-} " in
 	exit 0
 	;;
 esac
-if grep -q '^#define WLK_HAVE_ETCD 1' "$builddir/config.h"; then
-	# libcurl's own dependencies (TLS, IDN, Kerberos, ...) have no
-	# static libraries on Debian; the shared link above is what counts.
-	echo "static: skipped (the etcd engine is built: libcurl)"
-	exit 0
-fi
+# With the etcd engine too: libcurl is not linked but loaded at its first
+# use (lib/etcd/libcurl.c), so json-c is all it adds; the linker warns
+# that a static program's dlopen() needs the same glibc at run time.
 syspath=$("$pkgconfig" --variable pc_path pkg-config)
 flags=$(PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR="$tmp/pc:$syspath" \
 	"$pkgconfig" --static --cflags --libs weblocks)
