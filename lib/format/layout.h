@@ -64,7 +64,7 @@
 /* Bump on any change to the format this file describes (a new bit, field,
  * size or meaning; not a new way of writing the same one, which the
  * asserts pin); it is part of the segment name too. */
-#define WLK_LAYOUT_VERSION 11u
+#define WLK_LAYOUT_VERSION 12u
 #define WLK_SEG_MAGIC "WEBLOCKS"
 #define WLK_SEG_MAGIC_LEN 8
 #define WLK_CACHELINE 64u
@@ -398,6 +398,18 @@ struct wlk_seg_header {
  * mutex its process keeps locked while alive; it is initialised once, with
  * the segment, and never again (re-initialising a mutex somebody may be
  * blocked on is undefined).
+ *
+ * AGENT LISTS. Every live client is on its agent's list, which runs
+ * through the slots' @next, the free-list link, unused while a slot is in
+ * use: a live agent's @next is its first client, a live client's @next
+ * its agent's next one, WLK_NIL at the end. A client joins when it is
+ * taken (wlk__client_alloc()) and leaves when it is freed
+ * (wlk__client_free(), by a walk of its agent's list: as long as the
+ * managers its process has open on the bucket). An agent is freed with
+ * an empty list. So reaping a dead process visits its own clients, not
+ * the whole client table (repair/reap.c). The lists are [D]: recovery
+ * rebuilds them from the clients' agent fields, and a reap that finds one
+ * damaged walks the table.
  */
 struct wlk_seg_agent {
 	union {
@@ -406,7 +418,8 @@ struct wlk_seg_agent {
 	} u;
 	uint32_t word;       /* [M][A] gen | FREE/USED */
 	uint32_t pid;        /* [M] in the creator's PID namespace */
-	uint32_t next;       /* [D] free list */
+	uint32_t next;       /* [D] free list; in use: its first client
+			      * (AGENT LISTS) */
 	uint32_t doorbell;   /* [F] event counter for the agent */
 	uint64_t start_ns;   /* [M] CLOCK_REALTIME at attach (diagnostics) */
 };
@@ -417,7 +430,8 @@ struct wlk_seg_client {
 	uint32_t agent;     /* [M] owning agent */
 	uint32_t agent_gen; /* [M] */
 	uint32_t pid;       /* [M] copy of the agent's pid, for query() */
-	uint32_t next;      /* [D] free list */
+	uint32_t next;      /* [D] free list; in use: its agent's next
+			     * client (AGENT LISTS) */
 	uint32_t id_len;    /* [M] 1..WLK_CLIENT_ID_MAX */
 	uint64_t opened_ns; /* [M] CLOCK_REALTIME (diagnostics) */
 	uint32_t id;        /* [M] its first TEXT chunk */

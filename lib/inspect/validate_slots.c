@@ -93,8 +93,57 @@ static bool agent_live(struct wlk__bucket *b, const struct wlk_seg_client *c)
 	       wlk__agent(b, ai)->word == WLK_WORD(c->agent_gen, WLK_SLOT_USED);
 }
 
+/*
+ * Each live agent's list of its clients (layout.h, AGENT LISTS): bounded,
+ * only its own live clients, and every live client on one list.
+ */
+static void check_agent_lists(struct wlk__vctx *v)
+{
+	struct wlk__bucket *b = v->b;
+	uint32_t listed = 0, live = 0;
+
+	for (uint32_t ai = 0; ai < b->geo.max_agents; ai++) {
+		const struct wlk_seg_agent *a = wlk__agent(b, ai);
+		uint32_t w = uatomic_read(&a->word);
+		uint32_t i = uatomic_read(&a->next);
+
+		if (WLK_WORD_STATE(w) != WLK_SLOT_USED)
+			continue;
+		for (uint32_t steps = 0; i != WLK_NIL; steps++) {
+			const struct wlk_seg_client *c;
+
+			if (i >= b->geo.max_clients ||
+			    steps >= b->geo.max_clients) {
+				wlk__bad(v, "agent %u: client list: bad index "
+					 "or cycle at %u", ai, i);
+				break;
+			}
+			c = wlk__client(b, i);
+			if (WLK_WORD_STATE(uatomic_read(&c->word)) !=
+				    WLK_SLOT_USED ||
+			    c->agent != ai ||
+			    c->agent_gen != WLK_WORD_GEN(w))
+				wlk__bad(v, "agent %u: client %u on its list "
+					 "is not its own", ai, i);
+			listed++;
+			i = uatomic_read(&c->next);
+		}
+	}
+	for (uint32_t ci = 0; ci < b->geo.max_clients; ci++) {
+		const struct wlk_seg_client *c = wlk__client(b, ci);
+
+		if (WLK_WORD_STATE(uatomic_read(&c->word)) == WLK_SLOT_USED &&
+		    agent_live(b, c))
+			live++;
+	}
+	if (listed != live)
+		wlk__bad(v, "agents' client lists hold %u clients, %u are in "
+			 "use", listed, live);
+}
+
 /* wlk__check_agents_clients() - the agent and client tables: states,
- * counts, free lists, and each client's agent alive. */
+ * counts, free lists, each client's agent alive, and the agents' lists
+ * of their clients. */
 void wlk__check_agents_clients(struct wlk__vctx *v)
 {
 	struct wlk__bucket *b = v->b;
@@ -135,6 +184,7 @@ void wlk__check_agents_clients(struct wlk__vctx *v)
 	wlk__check_free_list(v, "client", b->hdr->free_clients,
 			     b->geo.max_clients, b->geo.max_clients - used,
 			     client_word, client_next);
+	check_agent_lists(v);
 }
 
 /* Tokens come from the name's counter: at least 1, at most its last. */

@@ -43,17 +43,44 @@ uint32_t *wlk__lifeline_word(struct wlk__bucket *b, uint32_t ai)
 	return (uint32_t *)&wlk__agent(b, ai)->u.lifeline.__data.__lock;
 }
 
+/*
+ * The dead agent's clients, by its list (layout.h, AGENT LISTS): each
+ * leaves it as wlk__drop_client() frees it. Return: false if the list is
+ * damaged, or a client did not leave it: the caller walks the table.
+ */
+static bool drop_listed(struct wlk__bucket *b, uint32_t ai, uint32_t gen,
+			struct wlk__wake *wake)
+{
+	uint32_t ci;
+
+	for (uint32_t steps = 0;; steps++) {
+		if (!wlk__agent_first(b, ai, gen, &ci, steps))
+			return false;
+		if (ci == WLK_NIL)
+			return true;
+		wlk__drop_client(b, ci, true, wake);
+		if (wlk__agent(b, ai)->next == ci)
+			return false;
+	}
+}
+
+/* Terminate what dead agent @ai had (spec 2.6 for each of its clients),
+ * then free its slot. A list found damaged, or damage found on the way
+ * (flagged for repair), has the whole client table walked after it: a
+ * client dropped already is FREE there. */
 static void reap(struct wlk__bucket *b, uint32_t ai, struct wlk__wake *wake)
 {
 	uint32_t gen = WLK_WORD_GEN(wlk__agent(b, ai)->word);
 
-	for (uint32_t ci = 0; ci < b->geo.max_clients; ci++) {
-		struct wlk_seg_client *c = wlk__client(b, ci);
+	if (!drop_listed(b, ai, gen, wake) ||
+	    uatomic_read(&b->hdr->needs_repair))
+		for (uint32_t ci = 0; ci < b->geo.max_clients; ci++) {
+			struct wlk_seg_client *c = wlk__client(b, ci);
 
-		if (WLK_WORD_STATE(c->word) == WLK_SLOT_USED &&
-		    c->agent == ai && c->agent_gen == gen)
-			wlk__drop_client(b, ci, true, wake);
-	}
+			if (WLK_WORD_STATE(c->word) == WLK_SLOT_USED &&
+			    c->agent == ai && c->agent_gen == gen)
+				wlk__drop_client(b, ci, true, wake);
+		}
 	wlk__agent_free(b, ai, gen);
 	WLK_FAILPOINT(reap_after_free);
 }

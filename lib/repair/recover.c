@@ -32,6 +32,7 @@ static void rebuild_agents(struct wlk__bucket *b)
 		struct wlk_seg_agent *a = wlk__agent(b, i);
 
 		if (WLK_WORD_STATE(a->word) == WLK_SLOT_USED) {
+			a->next = WLK_NIL; /* rebuild_clients() fills it */
 			h->n_agents++;
 			continue;
 		}
@@ -60,6 +61,9 @@ static void rebuild_clients(struct wlk__bucket *b)
 		    wlk__agent(b, ai)->word ==
 			    WLK_WORD(c->agent_gen, WLK_SLOT_USED) &&
 		    wlk__text_mark(b, c->id, c->id_len, CLIENT_TAG(i))) {
+			/* Its agent's list (layout.h, AGENT LISTS). */
+			c->next = wlk__agent(b, ai)->next;
+			wlk__agent(b, ai)->next = i;
 			h->n_clients++;
 			continue;
 		}

@@ -127,6 +127,11 @@ int wlk__agent_alloc(struct wlk__bucket *b, uint32_t pid, uint64_t now,
 		     uint32_t *out) WLK_INTERNAL;
 void wlk__agent_free(struct wlk__bucket *b, uint32_t ai, uint32_t gen)
 	WLK_INTERNAL;
+/* agent_list.c: each agent's list of its clients (layout.h, AGENT LISTS). */
+void wlk__agent_push(struct wlk__bucket *b, uint32_t ci) WLK_INTERNAL;
+void wlk__agent_unlink(struct wlk__bucket *b, uint32_t ci) WLK_INTERNAL;
+bool wlk__agent_first(struct wlk__bucket *b, uint32_t ai, uint32_t gen,
+		      uint32_t *ci, uint32_t steps) WLK_INTERNAL;
 
 /* Whether client slot @c is in use in generation @gen. */
 static inline bool wlk__client_live(struct wlk__bucket *b, uint32_t c,

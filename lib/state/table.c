@@ -414,8 +414,8 @@ int wlk__client_alloc(struct wlk__bucket *b, const char *id, size_t id_len,
 	c->bell_key = 0;
 	c->bell_fd = 0;
 	c->bell_dgrams = 0;
-	c->next = WLK_NIL;
 	c->reqs = WLK_NIL;
+	wlk__agent_push(b, i);
 	wlk__word_store(&c->word, WLK_WORD(WLK_WORD_GEN(c->word),
 					   WLK_SLOT_USED));
 	wlk__count(&h->n_clients, 1);
@@ -428,6 +428,7 @@ void wlk__client_free(struct wlk__bucket *b, uint32_t ci)
 	struct wlk_seg_header *h = b->hdr;
 	struct wlk_seg_client *c = wlk__client(b, ci);
 
+	wlk__agent_unlink(b, ci);
 	wlk__word_store(&c->word, WLK_WORD(WLK_WORD_GEN(c->word) + 1,
 					   WLK_SLOT_FREE));
 	c->reqs = WLK_NIL; /* its slots left, or were left to their owner */
@@ -488,6 +489,8 @@ void wlk__agent_free(struct wlk__bucket *b, uint32_t ai, uint32_t gen)
 
 	if (a->word != WLK_WORD(gen, WLK_SLOT_USED))
 		return;
+	if (a->next != WLK_NIL)
+		wlk__corrupt(b); /* clients left: recovery frees them */
 	wlk__word_store(&a->word, WLK_WORD(gen + 1, WLK_SLOT_FREE));
 	a->next = h->free_agents;
 	h->free_agents = ai;

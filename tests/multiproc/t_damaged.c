@@ -615,3 +615,97 @@ Test(damaged, a_dead_client_list_head_out_of_bounds_is_walked_around,
 {
 	broken_client_list_of_the_dead(false);
 }
+
+/*
+ * An agent's list of its clients (layout.h, AGENT LISTS) damaged: @cycle,
+ * its first client's link points at itself; else the list's head is out
+ * of bounds. The validator says so; when the process dies holding three
+ * names with two managers, its reaping walks the whole client table
+ * instead and every lock passes on at once (with the cycle, the list
+ * gives the first client, and only the walk the second); the next locker
+ * repairs, and the segment is valid again.
+ */
+static struct wlk_seg_client *client_table(uint8_t *seg)
+{
+	const struct wlk_seg_header *h = (const struct wlk_seg_header *)seg;
+
+	return (struct wlk_seg_client *)(seg + h->off_clients);
+}
+
+/* Child: one manager holds "x" and "y", a second one "z"; say so on
+ * @arg's pipe, wait to be killed. */
+static int child_two_managers(void *arg)
+{
+	struct t_pipe *up = arg;
+	struct wlk_manager *m = NULL, *m2 = NULL;
+	struct wlk_lock *l = NULL;
+
+	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 10);
+	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m2) == 0, 11);
+	for (int i = 0; i < 3; i++)
+		T_CHILD_CHECK(wlk_acquire(i < 2 ? m : m2, held_names[i], 1,
+					  NULL, &l) == 0,
+			      12);
+	T_CHILD_CHECK(t_put_byte(up->wr, 'g') == 0, 13);
+	t_nap_ms(60000); /* until killed */
+	return 14;
+}
+
+static void broken_agent_list_of_the_dead(bool cycle)
+{
+	struct wlk_manager *b = t_open();
+	struct wlk_seg_client *c;
+	struct wlk_seg_agent *a;
+	struct t_holder h;
+	struct t_pipe up;
+	size_t size;
+	uint8_t *seg;
+	pid_t pid;
+
+	t_pipe_open(&up);
+	pid = t_fork(child_two_managers, &up);
+	cr_assert_eq(t_get_byte(up.rd), 'g', "the child did not hold");
+	t_holder_start(&h, b, "z", 1, NULL);
+	cr_assert(t_wait_pending(b, "z", 1, 1));
+	seg = t_segment_map(&size);
+	c = holders_client(seg);
+	cr_assert_not_null(c);
+	a = agent_at(seg, c->agent);
+	cr_assert_neq(a->next, WLK_NIL, "the dead agent's list is empty");
+	cr_assert_neq(client_table(seg)[a->next].next, WLK_NIL,
+		      "the child's second manager is not on its list");
+	if (cycle)
+		client_table(seg)[a->next].next = a->next;
+	else
+		a->next = ((const struct wlk_seg_header *)seg)->max_clients + 7;
+	T_ASSERT_RC(wlk_manager_validate(b, NULL, NULL), WLK_ECORRUPT);
+
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
+	cr_assert_eq(t_holder_wait_granted(&h), 0, "waiter not woken");
+	T_ASSERT_RC(h.acq_rc, 0);
+	/* By the reaping itself, not by a later repair (which would free
+	 * them too): read with no lock, before anyone takes it again. */
+	cr_assert_eq(held_slots(seg), 1, "%u held right after the reaping",
+		     held_slots(seg));
+	cr_assert_eq(t_held_n(b, NULL, 0), 1, "%zu held after the death",
+		     t_held_n(b, NULL, 0));
+	cr_assert_eq(t_entries_of(b, pid), 0, "the dead process still shows");
+	cr_assert_eq(t_holder_release(&h), 0);
+	t_holder_join(&h);
+	t_assert_valid(b, NULL);
+	t_pipe_close(&up);
+	munmap(seg, size);
+}
+
+Test(damaged, a_dead_agent_list_with_a_cycle_is_walked_around, T_FIX,
+     .timeout = 20)
+{
+	broken_agent_list_of_the_dead(true);
+}
+
+Test(damaged, a_dead_agent_list_head_out_of_bounds_is_walked_around,
+     T_FIX, .timeout = 20)
+{
+	broken_agent_list_of_the_dead(false);
+}

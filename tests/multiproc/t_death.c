@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "../common.h"
+#include "testing.h"
 
 /* How long a child holds a lock when nobody tells it to let go. */
 #define HOLD_MS 60000
@@ -777,4 +779,79 @@ Test(death, open_from_another_pid_namespace_is_refused, T_FIX,
 	cr_assert_eq(t_held_n(m, NULL, 0), 0);
 	t_assert_valid(m, NULL);
 	t_pipe_close(&p);
+}
+
+/*
+ * A process with several managers of the bucket dies: every one of them
+ * is terminated, found by its agent's list of clients (layout.h, AGENT
+ * LISTS): all their locks pass on and their queued request goes, not
+ * only the first manager's.
+ */
+#define MANY_MANAGERS 4
+static const char *const many_names[MANY_MANAGERS] = {"m0", "m1", "m2",
+						      "q"};
+
+/* Child: managers 0..2 hold m0..m2, manager 3 queues for "q" (held by
+ * the parent); say so, wait to be killed. */
+static int child_many_managers(void *arg)
+{
+	struct t_pipe *up = arg;
+	struct wlk_manager *m[MANY_MANAGERS] = {NULL};
+	struct wlk_lock *l = NULL;
+
+	for (int i = 0; i < MANY_MANAGERS; i++)
+		T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m[i]) == 0,
+			      10);
+	for (int i = 0; i < MANY_MANAGERS - 1; i++)
+		T_CHILD_CHECK(wlk_acquire(m[i], many_names[i], 2, NULL, &l) ==
+				      0,
+			      11);
+	T_CHILD_CHECK(t_put_byte(up->wr, 'g') == 0, 12);
+	if (wlk_acquire(m[MANY_MANAGERS - 1], "q", 1, NULL, &l) == 0)
+		return 13; /* granted: the parent never lets go */
+	return 14;
+}
+
+Test(death, killed_process_with_several_managers_loses_all, T_FIX,
+     .timeout = 20)
+{
+	struct wlk_manager *m = t_open();
+	struct wlk_lock *q = NULL;
+	struct wlk_seg_header *hdr;
+	struct t_holder w;
+	struct t_pipe up;
+	uint64_t epoch;
+	size_t size;
+	pid_t pid;
+
+	T_ASSERT_RC(wlk_acquire(m, "q", 1, NULL, &q), 0);
+	t_pipe_open(&up);
+	pid = t_fork(child_many_managers, &up);
+	cr_assert_eq(t_get_byte(up.rd), 'g', "the child did not hold");
+	cr_assert(t_wait_pending(m, "q", 1, 1), "the child did not queue");
+	cr_assert_eq(t_held_n(m, NULL, 0), 4);
+	t_assert_valid(m, "four managers of one process");
+	t_holder_start(&w, m, "m2", 2, NULL);
+	cr_assert(t_wait_pending(m, "m2", 2, 1), "waiter did not queue");
+	hdr = t_segment_map(&size);
+	epoch = hdr->recovery_epoch;
+
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
+	cr_assert_eq(t_holder_wait_granted(&w), 0, "waiter not granted");
+	T_ASSERT_RC(w.acq_rc, 0);
+	cr_assert_eq(t_entries_of(m, pid), 0, "query still shows the dead pid");
+	cr_assert_eq(t_held_n(m, NULL, 0), 2, "%zu held after the death",
+		     t_held_n(m, NULL, 0));
+	cr_assert_eq(t_pending_n(m, NULL, 0), 0);
+	cr_assert_eq(t_holder_release(&w), 0);
+	t_holder_join(&w);
+	T_ASSERT_RC(wlk_release(q), 0);
+	t_assert_valid(m, NULL);
+	/* By the reaping, not by a repair after it (which would free them
+	 * too). */
+	cr_assert_eq(hdr->recovery_epoch, epoch, "the segment was repaired");
+	cr_assert_eq(hdr->needs_repair, 0);
+	munmap(hdr, size);
+	t_pipe_close(&up);
 }
