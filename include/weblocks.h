@@ -1238,12 +1238,16 @@ struct wlk_lock_info {
  * The snapshot is atomic across names: it is the state of the whole bucket
  * at one instant, with respect to every grant and release of every process,
  * those of the uncontended fast path included (a process that always takes
- * Y before Z is never shown holding Z alone). The copy takes time in
- * proportion to the names in use (idle ones the bucket keeps included) and
- * their held and pending requests, not to the bucket's name capacity
- * (max_names); while it runs, the bucket's segment mutex is held, and an acquire or release that completes
- * meanwhile, even one that needs no mutex otherwise, waits for the copy to
- * end before it returns, as a call that takes the mutex would (so a
+ * Y before Z is never shown holding Z alone). A process it would show as
+ * a holder or a waiter but finds dead is reaped (its locks released, its
+ * requests dropped, as at any death) and the copy taken again; it probes
+ * no other process. The copy takes time in proportion to the names in use
+ * (idle ones the bucket keeps included) and their held and pending
+ * requests, not to the bucket's name capacity (max_names) nor to the
+ * processes attached; while it runs, the bucket's segment mutex is held,
+ * and an acquire or release that completes meanwhile, even one that needs
+ * no mutex otherwise, waits for the copy to end before it returns, as a
+ * call that takes the mutex would (so a
  * process stopped while it copies holds up every acquire and release in
  * the bucket until it continues). When no query runs, this costs the
  * uncontended acquire and release one memory load each.

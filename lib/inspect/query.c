@@ -31,6 +31,7 @@ struct qent {
 struct qcid {
 	char id[WLK_CLIENT_ID_MAX + 1];
 	pid_t pid;
+	uint32_t agent; /* its process's agent slot (reap_owners()) */
 };
 
 struct qbuf {
@@ -98,6 +99,7 @@ static uint32_t copy_client(struct wlk__bucket *b, struct qbuf *q,
 		return WLK_NIL;
 	q->cids[q->cids_used].id[len] = '\0';
 	q->cids[q->cids_used].pid = (pid_t)c->pid;
+	q->cids[q->cids_used].agent = c->agent;
 	q->cmap[ci] = (uint32_t)q->cids_used;
 	return (uint32_t)q->cids_used++;
 }
@@ -282,6 +284,23 @@ static int copy_frozen(struct wlk__bucket *b, struct qbuf *q)
 	return rc;
 }
 
+/*
+ * Dead processes hold nothing: probe the processes whose managers the copy
+ * shows, under the same hold of the mutex, and reap those found dead.
+ * Only those: a query costs what the bucket holds, not the processes
+ * attached to it. Return: true if one was dead (or left for another pass,
+ * the wake list being full): the copy is stale, take it again.
+ */
+static bool reap_owners(struct wlk__bucket *b, const struct qbuf *q,
+			struct wlk__wake *wake)
+{
+	bool stale = false;
+
+	for (size_t i = 0; i < q->cids_used; i++)
+		stale |= wlk__reap_agent(b, q->cids[i].agent, wake);
+	return stale || wake->n_reaped == WLK_REAP_BATCH;
+}
+
 static int snapshot_copy(struct wlk__bucket *b, struct qbuf *q)
 {
 	struct qsize want = {0}, most = {0};
@@ -304,12 +323,11 @@ static int snapshot_copy(struct wlk__bucket *b, struct qbuf *q)
 		rc = wlk__lock(b, &wake);
 		if (rc)
 			return rc;
-		/* Dead processes hold nothing: reap before looking. */
-		if (wlk__reap_all(b, &wake)) {
+		rc = copy_frozen(b, q);
+		if (!rc && reap_owners(b, q, &wake)) {
 			wlk__unlock(b, &wake);
 			continue;
 		}
-		rc = copy_frozen(b, q);
 		/* Room for all a sound segment holds, and still too little:
 		 * lists that share requests, or the like. */
 		if (rc == -ENOSPC && want.names == most.names &&

@@ -121,6 +121,17 @@ static bool agent_probe(struct wlk__bucket *b, uint32_t ai,
 }
 
 /*
+ * wlk__reap_agent() - probe agent @ai (any index: a bad one, a free slot,
+ * our own are left alone), and reap it if it is dead. Return: true if it
+ * was dead (reaped, or left for another pass: the wake list is full).
+ */
+bool wlk__reap_agent(struct wlk__bucket *b, uint32_t ai,
+		     struct wlk__wake *wake)
+{
+	return agent_probe(b, ai, wake);
+}
+
+/*
  * wlk__reap_all() - probe every attached agent (at attach, in query(), in
  * recovery). Return: true if the wake list filled up and dead agents may be
  * left for another pass (after wlk__unlock()).
@@ -306,9 +317,9 @@ static bool reap_name(struct wlk__bucket *b, uint32_t ni,
  * the name back to the fast path (or grant it through the fast word), so
  * the request is then looked at again from the start.
  *
- * A request refused as closing a cycle (WLK_EDEADLK) is asked again once
- * the dead agents are reaped, if there were any: a dead process waits for
- * nothing.
+ * A request refused as closing a cycle (WLK_EDEADLK), or for a full table
+ * (WLK_EFULL), is asked again once the dead agents are reaped, if there
+ * were any: a dead process waits for nothing, and keeps no slot.
  *
  * Return: as wlk__request_lock(), never WLK__UNPROBED.
  */
@@ -319,8 +330,10 @@ int wlk__request_reaping(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	uint32_t ni, before = wake->n_reaped;
 	int rc = wlk__request_lock(b, e, wake, slot, gen);
 
-	/* A cycle through a dead process is none: it goes when reaped. */
-	if (rc == WLK_EDEADLK) {
+	/* A cycle through a dead process is none, and a table full of a
+	 * dead process's slots (a stolen lock it never released, requests
+	 * it left) is not full: they go when it is reaped. */
+	if (rc == WLK_EDEADLK || rc == WLK_EFULL) {
 		wlk__reap_all(b, wake);
 		if (wake->n_reaped != before)
 			rc = wlk__request_lock(b, e, wake, slot, gen);

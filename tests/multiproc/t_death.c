@@ -855,3 +855,76 @@ Test(death, killed_process_with_several_managers_loses_all, T_FIX,
 	munmap(hdr, size);
 	t_pipe_close(&up);
 }
+
+/*
+ * A holder and a queued process die with nobody waiting on them: the
+ * next query reaps them, as it finds them among the owners of what it
+ * copies (lib/inspect/query.c), and shows neither; the name is free.
+ */
+Test(death, killed_processes_are_not_in_the_next_query, T_FIX,
+     .timeout = 20)
+{
+	struct wlk_manager *m = t_open();
+	struct hold h, q;
+	pid_t ph, pq;
+
+	hold_init(&h, "k", NULL, END_WAIT);
+	ph = start_holder(&h);
+	hold_init(&q, "k", NULL, END_WAIT);
+	pq = fork_linked(child_hold, &q, &q.k);
+	cr_assert(t_wait_pending(m, "k", 1, 1), "the second did not queue");
+	cr_assert_eq(t_entries_of(m, ph), 1);
+	cr_assert_eq(t_entries_of(m, pq), 1);
+
+	cr_assert_eq(kill(pq, SIGKILL), 0);
+	cr_assert_eq(kill(ph, SIGKILL), 0);
+	cr_assert_eq(t_wait(pq, T_WAIT_MS), 128 + SIGKILL);
+	cr_assert_eq(t_wait(ph, T_WAIT_MS), 128 + SIGKILL);
+	cr_assert_eq(t_entries_of(m, ph), 0, "query shows the dead holder");
+	cr_assert_eq(t_entries_of(m, pq), 0, "query shows the dead waiter");
+	cr_assert_eq(t_held_n(m, NULL, 0), 0);
+	cr_assert_eq(t_pending_n(m, NULL, 0), 0);
+	assert_free(m, "k");
+	t_assert_valid(m, NULL);
+	link_close(&h.k);
+	link_close(&q.k);
+}
+
+/*
+ * A process that dies with every client slot of the bucket taken leaves
+ * the table full of its managers until it is reaped: the next
+ * wlk_manager_open() of a process already attached (which probes nobody
+ * at attach) reaps it and gets a slot.
+ */
+static int child_takes_every_client(void *arg)
+{
+	struct t_pipe *up = arg;
+	struct wlk_manager *m = NULL;
+	int rc, n = 0;
+
+	while ((rc = wlk_manager_open(t_origin, NULL, &m)) == 0)
+		n++;
+	T_CHILD_CHECK(rc == WLK_EFULL && n > 0, 10);
+	T_CHILD_CHECK(t_put_byte(up->wr, 'g') == 0, 11);
+	t_nap_ms(60000); /* until killed */
+	return 12;
+}
+
+Test(death, client_table_full_of_the_dead_is_reaped_at_open, T_FIX,
+     .timeout = 30)
+{
+	struct wlk_manager *m = t_open(), *m2 = NULL;
+	struct t_pipe up;
+	pid_t pid;
+
+	t_pipe_open(&up);
+	pid = t_fork(child_takes_every_client, &up);
+	cr_assert_eq(t_get_byte(up.rd), 'g', "the child did not fill it");
+	T_ASSERT_RC(wlk_manager_open(t_origin, NULL, &m2), WLK_EFULL);
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
+	T_ASSERT_RC(wlk_manager_open(t_origin, NULL, &m2), 0);
+	t_close(m2);
+	t_assert_valid(m, NULL);
+	t_pipe_close(&up);
+}
