@@ -201,6 +201,13 @@ static const struct {
 	  "at the next open (death::killed_* test that)" },
 	{ "death::killed_stolen_holder",
 	  "the segment's request table filled" },
+	{ "death::killed_process_with_several_managers",
+	  "reads the segment's repair count" },
+	{ "death::killed_processes_are_not_in_the_next_query",
+	  "a dead process's locks go with its lease (revoked by its guard), "
+	  "which a query does not wait for" },
+	{ "death::client_table_full_of_the_dead",
+	  "the segment's client table filled" },
 	{ "death::open_from_another_pid_namespace",
 	  "PID namespaces limit the shared-memory engine only" },
 	{ "mp_query::snapshot_is_atomic_across_names",
