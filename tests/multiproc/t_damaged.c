@@ -517,42 +517,6 @@ static int child_holds_three(void *arg)
 	return 13;
 }
 
-/*
- * As broken_client_list(), for a process that dies holding them: its
- * reaping walks the table too, and grants the waiter.
- */
-static void broken_client_list_of_the_dead(bool cycle)
-{
-	struct wlk_manager *b = t_open();
-	struct wlk_seg_client *c;
-	struct t_holder h;
-	struct t_pipe up;
-	size_t size;
-	uint8_t *seg;
-	pid_t pid;
-
-	t_pipe_open(&up);
-	pid = t_fork(child_holds_three, &up);
-	cr_assert_eq(t_get_byte(up.rd), 'g', "the child did not hold");
-	t_holder_start(&h, b, "z", 1, NULL);
-	cr_assert(t_wait_pending(b, "z", 1, 1));
-	seg = t_segment_map(&size);
-	c = holders_client(seg);
-	cr_assert_not_null(c);
-	break_list(seg, c, cycle);
-	cr_assert_eq(kill(pid, SIGKILL), 0);
-	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
-	cr_assert_eq(t_holder_wait_granted(&h), 0, "waiter not woken");
-	T_ASSERT_RC(h.acq_rc, 0);
-	cr_assert_eq(t_held_n(b, NULL, 0), 1, "%zu held after the death",
-		     t_held_n(b, NULL, 0));
-	cr_assert_eq(t_holder_release(&h), 0);
-	t_holder_join(&h);
-	t_assert_valid(b, NULL);
-	t_pipe_close(&up);
-	munmap(seg, size);
-}
-
 static void broken_client_list(bool cycle)
 {
 	struct wlk_manager *a = t_open(), *b = t_open();
@@ -604,32 +568,29 @@ Test(damaged, a_client_list_head_out_of_bounds_is_walked_around, T_FIX,
 	broken_client_list(false);
 }
 
-Test(damaged, a_dead_client_list_with_a_cycle_is_walked_around, T_FIX,
-     .timeout = 20)
-{
-	broken_client_list_of_the_dead(true);
-}
-
-Test(damaged, a_dead_client_list_head_out_of_bounds_is_walked_around,
-     T_FIX, .timeout = 20)
-{
-	broken_client_list_of_the_dead(false);
-}
-
-/*
- * An agent's list of its clients (layout.h, AGENT LISTS) damaged: @cycle,
- * its first client's link points at itself; else the list's head is out
- * of bounds. The validator says so; when the process dies holding three
- * names with two managers, its reaping walks the whole client table
- * instead and every lock passes on at once (with the cycle, the list
- * gives the first client, and only the walk the second); the next locker
- * repairs, and the segment is valid again.
- */
+/* The client table of a mapped segment. */
 static struct wlk_seg_client *client_table(uint8_t *seg)
 {
 	const struct wlk_seg_header *h = (const struct wlk_seg_header *)seg;
 
 	return (struct wlk_seg_client *)(seg + h->off_clients);
+}
+
+/* Damage the list of clients (layout.h, AGENT LISTS) of @c's agent, which
+ * has two: @cycle, its first client's link points at itself; else its
+ * head is out of bounds. */
+static void break_agent_list(uint8_t *seg, struct wlk_seg_client *c,
+			     bool cycle)
+{
+	struct wlk_seg_agent *a = agent_at(seg, c->agent);
+
+	cr_assert_neq(a->next, WLK_NIL, "the agent's list is empty");
+	cr_assert_neq(client_table(seg)[a->next].next, WLK_NIL,
+		      "the agent's second manager is not on its list");
+	if (cycle)
+		client_table(seg)[a->next].next = a->next;
+	else
+		a->next = ((const struct wlk_seg_header *)seg)->max_clients + 7;
 }
 
 /* Child: one manager holds "x" and "y", a second one "z"; say so on
@@ -651,11 +612,25 @@ static int child_two_managers(void *arg)
 	return 14;
 }
 
-static void broken_agent_list_of_the_dead(bool cycle)
+/*
+ * A process that holds "x", "y" and "z" (@child) dies with one of its
+ * lists damaged by @brk: a client's list of its request slots (CLIENT
+ * LISTS), or its agent's list of its clients (AGENT LISTS). The validator
+ * says so; the reaping walks the table instead, and every lock passes on
+ * at once. A later repair would free them too, so the segment is read
+ * with no lock right after the waiter's grant, before anyone takes it
+ * again: with the agent list's cycle, the list gives the first client and
+ * only the walk the second. The next locker repairs, and the segment is
+ * valid again.
+ */
+static void broken_list_of_the_dead(int (*child)(void *arg),
+				    void (*brk)(uint8_t *seg,
+						struct wlk_seg_client *c,
+						bool cycle),
+				    bool cycle)
 {
 	struct wlk_manager *b = t_open();
 	struct wlk_seg_client *c;
-	struct wlk_seg_agent *a;
 	struct t_holder h;
 	struct t_pipe up;
 	size_t size;
@@ -663,29 +638,20 @@ static void broken_agent_list_of_the_dead(bool cycle)
 	pid_t pid;
 
 	t_pipe_open(&up);
-	pid = t_fork(child_two_managers, &up);
+	pid = t_fork(child, &up);
 	cr_assert_eq(t_get_byte(up.rd), 'g', "the child did not hold");
 	t_holder_start(&h, b, "z", 1, NULL);
 	cr_assert(t_wait_pending(b, "z", 1, 1));
 	seg = t_segment_map(&size);
 	c = holders_client(seg);
 	cr_assert_not_null(c);
-	a = agent_at(seg, c->agent);
-	cr_assert_neq(a->next, WLK_NIL, "the dead agent's list is empty");
-	cr_assert_neq(client_table(seg)[a->next].next, WLK_NIL,
-		      "the child's second manager is not on its list");
-	if (cycle)
-		client_table(seg)[a->next].next = a->next;
-	else
-		a->next = ((const struct wlk_seg_header *)seg)->max_clients + 7;
+	brk(seg, c, cycle);
 	T_ASSERT_RC(wlk_manager_validate(b, NULL, NULL), WLK_ECORRUPT);
 
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cr_assert_eq(t_wait(pid, T_WAIT_MS), 128 + SIGKILL);
 	cr_assert_eq(t_holder_wait_granted(&h), 0, "waiter not woken");
 	T_ASSERT_RC(h.acq_rc, 0);
-	/* By the reaping itself, not by a later repair (which would free
-	 * them too): read with no lock, before anyone takes it again. */
 	cr_assert_eq(held_slots(seg), 1, "%u held right after the reaping",
 		     held_slots(seg));
 	cr_assert_eq(t_held_n(b, NULL, 0), 1, "%zu held after the death",
@@ -698,14 +664,26 @@ static void broken_agent_list_of_the_dead(bool cycle)
 	munmap(seg, size);
 }
 
+Test(damaged, a_dead_client_list_with_a_cycle_is_walked_around, T_FIX,
+     .timeout = 20)
+{
+	broken_list_of_the_dead(child_holds_three, break_list, true);
+}
+
+Test(damaged, a_dead_client_list_head_out_of_bounds_is_walked_around,
+     T_FIX, .timeout = 20)
+{
+	broken_list_of_the_dead(child_holds_three, break_list, false);
+}
+
 Test(damaged, a_dead_agent_list_with_a_cycle_is_walked_around, T_FIX,
      .timeout = 20)
 {
-	broken_agent_list_of_the_dead(true);
+	broken_list_of_the_dead(child_two_managers, break_agent_list, true);
 }
 
 Test(damaged, a_dead_agent_list_head_out_of_bounds_is_walked_around,
      T_FIX, .timeout = 20)
 {
-	broken_agent_list_of_the_dead(false);
+	broken_list_of_the_dead(child_two_managers, break_agent_list, false);
 }

@@ -251,6 +251,19 @@ Test(death, killed_queued_process_leaves_the_queue, T_FIX, .timeout = 20)
 	link_close(&b.k);
 }
 
+/* Two children on name @name (one byte): @h holds it, then @w queues
+ * for it (exclusive, each waiting to be told to end). */
+static void holder_and_waiter(struct wlk_manager *m, const char *name,
+			      struct hold *h, pid_t *ph, struct hold *w,
+			      pid_t *pw)
+{
+	hold_init(h, name, NULL, END_WAIT);
+	*ph = start_holder(h);
+	hold_init(w, name, NULL, END_WAIT);
+	*pw = fork_linked(child_hold, w, &w->k);
+	cr_assert(t_wait_pending(m, name, 1, 1), "waiter did not queue");
+}
+
 /*
  * The waiter is a process already asleep in wlk_acquire(); after the kill
  * nobody calls the library, so only the death itself can wake it.
@@ -262,11 +275,7 @@ Test(death, blocked_waiter_is_woken_by_the_death_alone, T_FIX,
 	struct hold h, x;
 	pid_t ph, px;
 
-	hold_init(&h, "w", NULL, END_WAIT);
-	ph = start_holder(&h);
-	hold_init(&x, "w", NULL, END_WAIT);
-	px = fork_linked(child_hold, &x, &x.k);
-	cr_assert(t_wait_pending(m, "w", 1, 1), "waiter did not queue");
+	holder_and_waiter(m, "w", &h, &ph, &x, &px);
 	cr_assert_not(t_readable(x.k.up.rd));
 
 	cr_assert_eq(kill(ph, SIGKILL), 0);
@@ -868,11 +877,7 @@ Test(death, killed_processes_are_not_in_the_next_query, T_FIX,
 	struct hold h, q;
 	pid_t ph, pq;
 
-	hold_init(&h, "k", NULL, END_WAIT);
-	ph = start_holder(&h);
-	hold_init(&q, "k", NULL, END_WAIT);
-	pq = fork_linked(child_hold, &q, &q.k);
-	cr_assert(t_wait_pending(m, "k", 1, 1), "the second did not queue");
+	holder_and_waiter(m, "k", &h, &ph, &q, &pq);
 	cr_assert_eq(t_entries_of(m, ph), 1);
 	cr_assert_eq(t_entries_of(m, pq), 1);
 
