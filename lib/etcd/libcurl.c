@@ -18,8 +18,8 @@
  * A process where it cannot be loaded (not installed, or an older one
  * without a function the engine calls) cannot use the engine: opening or
  * removing an etcd bucket fails with WLK_ENOTSUPPORTED, as in a build
- * without it. The library logs nothing; shm-inspect and ldd show what a
- * process has loaded.
+ * without it. The library logs nothing; /proc/PID/maps shows whether a
+ * process has loaded libcurl.
  */
 #include <dlfcn.h>
 #include <pthread.h>

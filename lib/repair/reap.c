@@ -87,8 +87,9 @@ static void reap(struct wlk__bucket *b, uint32_t ai, struct wlk__wake *wake)
 
 /*
  * agent_probe() - reap agent @ai if it is dead.
- * Return: true if it was dead (and is reaped, or left for later when the
- * wake list has no room for its lifeline).
+ * Return: true if it was dead and is reaped; false if alive, or not
+ * probed because the wake list has no room for its lifeline (the next
+ * pass gets it).
  */
 static bool agent_probe(struct wlk__bucket *b, uint32_t ai,
 		      struct wlk__wake *wake)
@@ -123,7 +124,8 @@ static bool agent_probe(struct wlk__bucket *b, uint32_t ai,
 /*
  * wlk__reap_agent() - probe agent @ai (any index: a bad one, a free slot,
  * our own are left alone), and reap it if it is dead. Return: true if it
- * was dead (reaped, or left for another pass: the wake list is full).
+ * was dead and is reaped; false if alive, or not probed because the wake
+ * list is full (WLK_REAP_BATCH: the caller looks at wake->n_reaped).
  */
 bool wlk__reap_agent(struct wlk__bucket *b, uint32_t ai,
 		     struct wlk__wake *wake)
