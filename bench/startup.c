@@ -49,12 +49,11 @@ static double one(const char *path)
 
 /* The probes sit beside this program (bench/, or bench/.libs/ when it
  * runs through libtool's wrapper, whose real binary is one level down). */
-static void find_probes(const char *argv0)
+static void find_probes(void)
 {
 	char self[PATH_MAX], *slash;
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
-	(void)argv0;
 	if (n <= 0)
 		die("readlink /proc/self/exe: %s", strerror(errno));
 	self[n] = '\0';
@@ -75,7 +74,7 @@ int main(int argc, char **argv)
 	int runs;
 
 	bench_init(argc, argv, "startup");
-	find_probes(argv[0]);
+	find_probes();
 	runs = QN(RUNS, QUICK_RUNS);
 	for (int p = 0; p < bopt.passes; p++) {
 		struct samples a = {0}, b = {0};

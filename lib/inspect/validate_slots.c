@@ -87,20 +87,18 @@ static uint32_t req_next(struct wlk__bucket *b, uint32_t i)
  */
 static bool agent_live(struct wlk__bucket *b, const struct wlk_seg_client *c)
 {
-	uint32_t ai = uatomic_read(&c->agent);
-
-	return ai < b->geo.max_agents &&
-	       wlk__agent(b, ai)->word == WLK_WORD(c->agent_gen, WLK_SLOT_USED);
+	return wlk__agent_live(b, uatomic_read(&c->agent), c->agent_gen);
 }
 
 /*
  * Each live agent's list of its clients (layout.h, AGENT LISTS): bounded,
- * only its own live clients, and every live client on one list.
+ * only its own live clients, and every one of the @live clients (in use,
+ * their agent live) on one list.
  */
-static void check_agent_lists(struct wlk__vctx *v)
+static void check_agent_lists(struct wlk__vctx *v, uint32_t live)
 {
 	struct wlk__bucket *b = v->b;
-	uint32_t listed = 0, live = 0;
+	uint32_t listed = 0;
 
 	for (uint32_t ai = 0; ai < b->geo.max_agents; ai++) {
 		const struct wlk_seg_agent *a = wlk__agent(b, ai);
@@ -129,13 +127,6 @@ static void check_agent_lists(struct wlk__vctx *v)
 			i = uatomic_read(&c->next);
 		}
 	}
-	for (uint32_t ci = 0; ci < b->geo.max_clients; ci++) {
-		const struct wlk_seg_client *c = wlk__client(b, ci);
-
-		if (WLK_WORD_STATE(uatomic_read(&c->word)) == WLK_SLOT_USED &&
-		    agent_live(b, c))
-			live++;
-	}
 	if (listed != live)
 		wlk__bad(v, "agents' client lists hold %u clients, %u are in "
 			 "use", listed, live);
@@ -147,7 +138,7 @@ static void check_agent_lists(struct wlk__vctx *v)
 void wlk__check_agents_clients(struct wlk__vctx *v)
 {
 	struct wlk__bucket *b = v->b;
-	uint32_t used = 0;
+	uint32_t used = 0, live = 0;
 
 	for (uint32_t i = 0; i < b->geo.max_agents; i++) {
 		uint32_t s = WLK_WORD_STATE(wlk__agent(b, i)->word);
@@ -175,6 +166,8 @@ void wlk__check_agents_clients(struct wlk__vctx *v)
 		else if (!agent_live(b, c))
 			wlk__bad(v, "client %u: its agent %u is gone", i,
 				 c->agent);
+		else
+			live++;
 		if (c->id_len > WLK_CLIENT_ID_MAX)
 			wlk__bad(v, "client %u: id length %u", i, c->id_len);
 	}
@@ -184,7 +177,7 @@ void wlk__check_agents_clients(struct wlk__vctx *v)
 	wlk__check_free_list(v, "client", b->hdr->free_clients,
 			     b->geo.max_clients, b->geo.max_clients - used,
 			     client_word, client_next);
-	check_agent_lists(v);
+	check_agent_lists(v, live);
 }
 
 /* Tokens come from the name's counter: at least 1, at most its last. */
@@ -255,9 +248,10 @@ static void check_client_lists(struct wlk__vctx *v, uint32_t owned)
 
 	for (uint32_t ci = 0; ci < b->geo.max_clients; ci++) {
 		const struct wlk_seg_client *c = wlk__client(b, ci);
-		uint32_t gen = WLK_WORD_GEN(c->word), prev = WLK_NIL;
+		uint32_t w = uatomic_read(&c->word), prev = WLK_NIL;
+		uint32_t gen = WLK_WORD_GEN(w);
 
-		if (WLK_WORD_STATE(c->word) != WLK_SLOT_USED)
+		if (WLK_WORD_STATE(w) != WLK_SLOT_USED)
 			continue;
 		for (uint32_t i = c->reqs, n = 0; i != WLK_NIL; n++) {
 			const struct wlk_seg_request *r = wlk__req_at(b, i);

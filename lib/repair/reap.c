@@ -13,9 +13,9 @@
  * its requests, free its clients and its slot, mark the lifeline
  * consistent. The lifeline itself is unlocked after the segment mutex is
  * released (mutex.c, wlk__unlock()), since unlocking it may wake
- * watchers, and then every watcher of it is woken. A reaper that dies halfway leaves the
- * lifeline owner-dead again and the segment mutex owner-dead too: the next
- * locker repairs and reaps again.
+ * watchers, and then every watcher of it is woken. A reaper that dies
+ * halfway leaves the lifeline owner-dead again and the segment mutex
+ * owner-dead too: the next locker repairs and reaps again.
  *
  * Waiters watch the lifelines of the agents blocking them (wlk__watch_set())
  * so that a death wakes them without polling: they set FUTEX_WAITERS in
@@ -34,6 +34,7 @@
  * scope, a waiter re-checks every WLK_RECHECK_NS instead.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "repair.h"
 
@@ -86,13 +87,14 @@ static void reap(struct wlk__bucket *b, uint32_t ai, struct wlk__wake *wake)
 }
 
 /*
- * agent_probe() - reap agent @ai if it is dead.
- * Return: true if it was dead and is reaped; false if alive, or not
- * probed because the wake list has no room for its lifeline (the next
- * pass gets it).
+ * wlk__reap_agent() - probe agent @ai (any index: a bad one, a free slot,
+ * our own are left alone), and reap it if it is dead. Return: true if it
+ * was dead and is reaped; false if alive, or not probed because the wake
+ * list has no room for its lifeline (WLK_REAP_BATCH: the next pass gets
+ * it; the caller looks at wake->n_reaped).
  */
-static bool agent_probe(struct wlk__bucket *b, uint32_t ai,
-		      struct wlk__wake *wake)
+bool wlk__reap_agent(struct wlk__bucket *b, uint32_t ai,
+		     struct wlk__wake *wake)
 {
 	struct wlk_seg_agent *a = wlk__agent_at(b, ai);
 	int rc;
@@ -122,26 +124,15 @@ static bool agent_probe(struct wlk__bucket *b, uint32_t ai,
 }
 
 /*
- * wlk__reap_agent() - probe agent @ai (any index: a bad one, a free slot,
- * our own are left alone), and reap it if it is dead. Return: true if it
- * was dead and is reaped; false if alive, or not probed because the wake
- * list is full (WLK_REAP_BATCH: the caller looks at wake->n_reaped).
- */
-bool wlk__reap_agent(struct wlk__bucket *b, uint32_t ai,
-		     struct wlk__wake *wake)
-{
-	return agent_probe(b, ai, wake);
-}
-
-/*
- * wlk__reap_all() - probe every attached agent (at attach, in query(), in
- * recovery). Return: true if the wake list filled up and dead agents may be
- * left for another pass (after wlk__unlock()).
+ * wlk__reap_all() - probe every attached agent (at attach, in recovery,
+ * and for a request or an open refused for a full table). Return: true if
+ * the wake list filled up and dead agents may be left for another pass
+ * (after wlk__unlock()).
  */
 bool wlk__reap_all(struct wlk__bucket *b, struct wlk__wake *wake)
 {
 	for (uint32_t ai = 0; ai < b->geo.max_agents; ai++)
-		agent_probe(b, ai, wake);
+		wlk__reap_agent(b, ai, wake);
 	return wake->n_reaped == WLK_REAP_BATCH;
 }
 
@@ -277,7 +268,7 @@ bool wlk__watch_set(struct wlk__bucket *b, uint32_t ri, struct wlk__wake *wake,
 			uint32_t want;
 			enum wlk__arm rc;
 
-			if (agent_probe(b, set[i], wake))
+			if (wlk__reap_agent(b, set[i], wake))
 				break; /* dead and reaped: no longer blocks */
 			rc = wlk__lifeline_arm(w, &want);
 			if (rc == WLK__FREE)
@@ -308,7 +299,7 @@ static bool reap_name(struct wlk__bucket *b, uint32_t ni,
 
 	blockers(b, ni, WLK_NIL, set, &k, WLK_WATCH_MAX, UINT32_MAX, NULL);
 	for (unsigned int i = 0; i < k; i++)
-		agent_probe(b, set[i], wake);
+		wlk__reap_agent(b, set[i], wake);
 	return wake->n_reaped != before;
 }
 
@@ -352,6 +343,37 @@ int wlk__request_reaping(struct wlk__bucket *b, const struct wlk__enqueue *e,
 	return wlk__request_lock(b, &probed, wake, slot, gen);
 }
 
+/* A client slot for @id, and room for its text. */
+static int client_take(struct wlk__bucket *b, const char *id, size_t id_len,
+		       uint64_t now, uint32_t *out)
+{
+	int rc = wlk__text_make_room(b, wlk__chunks_for((uint32_t)id_len));
+
+	return rc ? rc : wlk__client_alloc(b, id, id_len, now, out);
+}
+
+/*
+ * wlk__client_reaping() - a client slot for @id (and room for its text)
+ * under the mutex, for a manager's open. As for a request
+ * (wlk__request_reaping()), a table full of dead processes' managers is
+ * not full: they are reaped (a query reaps only the processes it shows, a
+ * waiter those blocking it), and the take is tried once more.
+ * Return: 0 with *@out set, WLK_EFULL, or an error from the segment.
+ */
+int wlk__client_reaping(struct wlk__bucket *b, const char *id, uint64_t now,
+			uint32_t *out, struct wlk__wake *wake)
+{
+	size_t id_len = strlen(id);
+	uint32_t before = wake->n_reaped;
+	int rc = client_take(b, id, id_len, now, out);
+
+	if (rc != WLK_EFULL)
+		return rc;
+	(void)wlk__reap_all(b, wake);
+	return wake->n_reaped == before ? rc
+					 : client_take(b, id, id_len, now, out);
+}
+
 /*
  * wlk__blockers_live() - the live agents blocking pending request @ri,
  * after reaping the dead ones (for event loops, which watch them through
@@ -371,7 +393,7 @@ bool wlk__blockers_live(struct wlk__bucket *b, uint32_t ri,
 
 	*n = 0;
 	for (unsigned int i = 0; i < k; i++)
-		if (!agent_probe(b, set[i], wake))
+		if (!wlk__reap_agent(b, set[i], wake))
 			agents[(*n)++] = set[i];
 	return all;
 }

@@ -56,10 +56,8 @@ static void rebuild_clients(struct wlk__bucket *b)
 
 		c->reqs = WLK_NIL; /* rebuild_requests() fills it */
 		if (WLK_WORD_STATE(c->word) == WLK_SLOT_USED &&
-		    wlk__agent_at(b, ai) && c->id_len &&
+		    wlk__agent_live(b, ai, c->agent_gen) && c->id_len &&
 		    c->id_len <= WLK_CLIENT_ID_MAX &&
-		    wlk__agent(b, ai)->word ==
-			    WLK_WORD(c->agent_gen, WLK_SLOT_USED) &&
 		    wlk__text_mark(b, c->id, c->id_len, CLIENT_TAG(i))) {
 			/* Its agent's list (layout.h, AGENT LISTS). */
 			c->next = wlk__agent(b, ai)->next;

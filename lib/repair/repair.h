@@ -32,6 +32,8 @@ uint32_t *wlk__lifeline_word(struct wlk__bucket *b, uint32_t ai) WLK_INTERNAL;
 bool wlk__reap_all(struct wlk__bucket *b, struct wlk__wake *wake) WLK_INTERNAL;
 bool wlk__reap_agent(struct wlk__bucket *b, uint32_t ai,
 		     struct wlk__wake *wake) WLK_INTERNAL;
+int wlk__client_reaping(struct wlk__bucket *b, const char *id, uint64_t now,
+			uint32_t *out, struct wlk__wake *wake) WLK_INTERNAL;
 int wlk__request_reaping(struct wlk__bucket *b, const struct wlk__enqueue *e,
 			 struct wlk__wake *wake, uint32_t *slot,
 			 uint32_t *gen) WLK_INTERNAL;

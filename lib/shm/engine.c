@@ -13,33 +13,6 @@
 
 #include "shm.h"
 
-/*
- * A client slot for @id, and room for its text. Under the mutex. A table
- * full of dead processes' managers is not full: they are reaped here (a
- * query reaps only the processes it shows, a waiter those blocking it),
- * and the take is tried once more. Return: 0, WLK_EFULL, or an error
- * from the segment.
- */
-static int client_take(struct wlk__bucket *b, const char *id, uint64_t now,
-		       uint32_t *out, struct wlk__wake *wake)
-{
-	size_t id_len = strlen(id);
-
-	for (int tries = 0;; tries++) {
-		uint32_t before = wake->n_reaped;
-		int rc = wlk__text_make_room(b,
-					     wlk__chunks_for((uint32_t)id_len));
-
-		if (!rc)
-			rc = wlk__client_alloc(b, id, id_len, now, out);
-		if (rc != WLK_EFULL || tries)
-			return rc;
-		(void)wlk__reap_all(b, wake);
-		if (wake->n_reaped == before)
-			return rc;
-	}
-}
-
 static int shm_open(struct wlk_manager *pub, const char *origin,
 		    const struct wlk_manager_options *o)
 {
@@ -58,8 +31,8 @@ static int shm_open(struct wlk_manager *pub, const char *origin,
 	wlk__clock_init();
 	rc = wlk__lock(m->b, &wake);
 	if (!rc) {
-		rc = client_take(m->b, pub->client_id, now, &m->client,
-				 &wake);
+		rc = wlk__client_reaping(m->b, pub->client_id, now,
+					 &m->client, &wake);
 		if (!rc)
 			m->client_gen = WLK_WORD_GEN(
 				wlk__client(m->b, m->client)->word);

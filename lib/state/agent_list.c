@@ -21,10 +21,9 @@
 static struct wlk_seg_agent *agent_of(struct wlk__bucket *b,
 				      const struct wlk_seg_client *c)
 {
-	struct wlk_seg_agent *a = wlk__agent_at(b, c->agent);
-
-	return a && a->word == WLK_WORD(c->agent_gen, WLK_SLOT_USED) ? a
-								      : NULL;
+	return wlk__agent_live(b, c->agent, c->agent_gen)
+		       ? wlk__agent(b, c->agent)
+		       : NULL;
 }
 
 /*

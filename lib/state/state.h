@@ -133,6 +133,15 @@ void wlk__agent_unlink(struct wlk__bucket *b, uint32_t ci) WLK_INTERNAL;
 bool wlk__agent_first(struct wlk__bucket *b, uint32_t ai, uint32_t gen,
 		      uint32_t *ci, uint32_t steps) WLK_INTERNAL;
 
+/* Whether agent slot @a is in use in generation @gen. */
+static inline bool wlk__agent_live(struct wlk__bucket *b, uint32_t a,
+				   uint32_t gen)
+{
+	const struct wlk_seg_agent *ag = wlk__agent_at(b, a);
+
+	return ag && wlk__word_load(&ag->word) == WLK_WORD(gen, WLK_SLOT_USED);
+}
+
 /* Whether client slot @c is in use in generation @gen. */
 static inline bool wlk__client_live(struct wlk__bucket *b, uint32_t c,
 				    uint32_t gen)
