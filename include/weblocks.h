@@ -66,9 +66,32 @@
  *    kernel wakes them when it dies; they take over its slot, release its
  *    locks and grant the queue. Measured failover (holder SIGKILLed ->
  *    blocked waiter in another process granted): bench/results.md, part 3
- *    (bench/failover). A request looks for the processes blocking it
- *    among the first 64 holders and requests of its name
- *    (WLK_WATCH_WALK in lib/tunables.h), so that queueing costs the same
+ *    (bench/failover).
+ *
+ *    The kernel wakes such a waiter early in the holder's exit, before it
+ *    frees the holder's memory, and often on the CPU where that teardown
+ *    then runs (milliseconds for a large process); Linux's scheduler would
+ *    let the woken waiter run only after it. So a thread blocked in
+ *    wlk_request() or wlk_acquire() first in its name's queue, once it
+ *    has slept there 10 ms, asks for the shortest time slice Linux grants
+ *    (sched_setattr(2), SCHED_OTHER's sched_runtime, 100 us; Linux 6.12
+ *    or later): woken, it preempts what runs there. Its own slice is put
+ *    back before the call returns, unless another thread changed its
+ *    slice or policy meanwhile (a nice value set meanwhile stays). A
+ *    slice as long as the kernel's default is put back as the default
+ *    (computed from the online CPUs: if an administrator changed the
+ *    default, the thread keeps the old length as its own). Left alone:
+ *    threads of other policies (real-time, SCHED_BATCH, SCHED_IDLE), and
+ *    every thread on kernels without custom slices, where
+ *    sched_setattr() is refused, or in a process whose environment has
+ *    WEBLOCKS_WAIT_SLICE=0 (read at its first such wait). Three system
+ *    calls, a few microseconds, per wait that long; a wait that ends
+ *    sooner pays nothing. make bench (part 3) shows the effect for a
+ *    holder with 128 MiB of memory.
+ *
+ *    A request looks for the processes blocking it among the first 64
+ *    holders and requests of its name (WLK_WATCH_WALK in
+ *    lib/format/tunables.h), so that queueing costs the same
  *    behind any number of requests; one queued further back is woken
  *    once when it reaches the head of the queue, to watch the processes
  *    ahead of it then (a process that dies further back blocks nobody
@@ -92,7 +115,7 @@
  *    holds it keeps it until it continues. Meanwhile a request with a
  *    timeout or an abort signal that is not queued yet gives up on time
  *    (WLK_ETIMEDOUT or the reason, nothing queued; the signal is looked at
- *    every 5 ms, WLK_LOCK_SLICE_NS in lib/tunables.h), and what the fast
+ *    every 5 ms, WLK_LOCK_SLICE_NS in lib/format/tunables.h), and what the fast
  *    path can do without the mutex goes on (an uncontended name, while the
  *    manager has a spare slot). Everything else that needs the mutex waits
  *    for it, in every name of the bucket:
@@ -675,7 +698,7 @@ struct wlk_manager_options {
  * * -EAGAIN - this process's anchor thread could not be started (it is
  *   started by the first open: RLIMIT_NPROC, or out of threads), or the
  *   segment was removed or replaced 16 times in a row (ATTACH_RETRIES in
- *   lib/tunables.h) while this call attached to it.
+ *   lib/format/tunables.h) while this call attached to it.
  * * -ENOMEM, -ENOSPC (no room in /dev/shm for the segment, which is then
  *   not left behind), -EMFILE and other -errno values from shm_open(),
  *   ftruncate(), mmap() or fcntl().
@@ -822,11 +845,14 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  * for the segment mutex before the request is queued, which a process
  * stopped inside the critical section holds up (TERMINATION MODEL above).
  * A request that has to wait spins first, for up to 20 us (WLK_SPIN_NS in
- * lib/tunables.h), when more than one CPU is online; a shared one no
+ * lib/format/tunables.h), when more than one CPU is online; a shared one no
  * longer once others of its name sleep for their grant. A request without
  * timeout or signal that finds the name held by one uncontended holder
  * spins on the name's entry, and that holder's release hands it the lock
- * directly.
+ * directly. A blocked thread first in its name's queue that has slept
+ * there 10 ms (WLK_WAIT_SLICE_AFTER_NS) asks the kernel for a short time
+ * slice until the call returns (TERMINATION MODEL above); it touches
+ * nothing else of the thread's scheduling.
  *
  * A lock stolen between its grant and the start of @cb is still a grant:
  * @cb runs (wlk_lock_stolen() is true) and %WLK_ESTOLEN is returned.
@@ -1319,7 +1345,7 @@ typedef void (*wlk_violation_cb)(const char *what, void *arg);
  * wlk_manager_validate() - Check every invariant of the bucket's segment.
  * @m:   the manager.
  * @cb:  called once per violation found (at most 64, REPORT_KEPT in
- *       lib/tunables.h, then a summary line), after the segment mutex is
+ *       lib/format/tunables.h, then a summary line), after the segment mutex is
  *       released; or NULL.
  * @arg: passed to @cb.
  *

@@ -192,6 +192,8 @@ static const struct {
 	{ "failpoints", "fail points inside the segment's critical sections" },
 	{ "poison", "damages the segment" },
 	{ "stopped", "a process stopped inside the segment's mutex" },
+	{ "slice", "the shared-memory engine's blocked waiter (etcd's sleeps "
+	  "on its watch; lib/sys/slice.c)" },
 	{ "fast_mp", "the shared-memory fast path" },
 	{ "async_mp::holder_exec",
 	  "an exec'd holder's locks go with its lease, after its TTL, "

@@ -47,7 +47,7 @@
  * Caveat: the fallback doorbell addresses live in the network namespace;
  * all processes of a bucket should share one (as they share a PID
  * namespace). Each process keeps copies of up to 32 (BELL_CACHE in
- * lib/tunables.h) other managers' doorbells open, each for as long as it
+ * lib/format/tunables.h) other managers' doorbells open, each for as long as it
  * stays among the 32 most recently rung (a copy keeps a closed manager's
  * eventfd alive until then).
  */

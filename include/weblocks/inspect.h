@@ -326,7 +326,7 @@ WLK_EXPORT void wlk_inspect_snapshot_free(struct wlk_inspect_snapshot *s);
  * wlk_inspect_check() - Check every invariant of the segment.
  * @in:  the handle.
  * @cb:  called once per violation (at most 64, REPORT_KEPT in
- *       lib/tunables.h, then a summary line); or NULL.
+ *       lib/format/tunables.h, then a summary line); or NULL.
  * @arg: passed to @cb.
  *
  * The checks of wlk_manager_validate(). Without %WLK_INSPECT_LOCKED they

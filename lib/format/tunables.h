@@ -59,6 +59,22 @@
  * request also looks again after this long. Only waiters pay for it.
  */
 #define WLK_SAFETY_RECHECK_NS (1000ull * 1000 * 1000)
+/*
+ * A blocked waiter first in its name's queue asks for a time slice of
+ * WLK_WAIT_SLICE_NS once it has slept there WLK_WAIT_SLICE_AFTER_NS
+ * (slice.c), so that when it is woken it preempts what runs on its CPU (a
+ * dying holder's teardown, above all) instead of waiting for that slice's
+ * end. 100 us is the shortest slice Linux grants. The wait's timeout at
+ * WLK_WAIT_SLICE_AFTER_NS must not come before the scheduler's next tick
+ * (4 ms at HZ=250, 10 ms at HZ=100): a timer earlier than the tick is
+ * programmed into the CPU's timer when armed and again when cancelled, and
+ * on this VM that cost every handoff to a sleeping waiter 0.5-3 us (1 and 2
+ * ms: the one-CPU handoff went from 1.14-1.22x to 1.34-1.95x the raw futex;
+ * 5 and 10 ms: unchanged; bench/ab.sh, 3 rounds each). The three system
+ * calls a shortened wait costs, a few microseconds, are a sliver of it.
+ */
+#define WLK_WAIT_SLICE_NS (100ull * 1000)
+#define WLK_WAIT_SLICE_AFTER_NS (10ull * 1000 * 1000)
 
 /* Batches and bounded sets. */
 

@@ -318,6 +318,7 @@ struct wlk__watch {
 	bool stale;    /* recompute before sleeping again */
 	bool partial;  /* of the agents nearest the head (WLK_REQF_PARTIAL):
 			* recompute when woken */
+	bool head;     /* first in its name's queue (its slice, slice.c) */
 };
 int wlk__wait_for(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 		  const struct wlk_options *o, uint64_t deadline,

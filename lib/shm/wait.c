@@ -17,14 +17,24 @@
 static void watch_arm(struct wlk__bucket *b, uint32_t slot, uint32_t gen,
 		    struct wlk__wake *wake, struct wlk__watch *w)
 {
+	struct wlk_seg_request *r = wlk__req(b, slot);
+
 	w->n = 0;
 	w->complete = true;
 	w->stale = false;
 	w->partial = false;
-	if (wlk__req(b, slot)->word == WLK_WORD(gen, WLK_SLOT_PENDING)) {
+	w->head = false;
+	if (r->word == WLK_WORD(gen, WLK_SLOT_PENDING)) {
+		const struct wlk_seg_name *nm;
+
 		w->complete = wlk__watch_set(b, slot, wake, w->v,
 					     WLK_WATCH_MAX, &w->n);
-		w->partial = wlk__req(b, slot)->flags & WLK_REQF_PARTIAL;
+		w->partial = r->flags & WLK_REQF_PARTIAL;
+		/* A scope waits on its lead, in no queue's head (slice.c:
+		 * not for scopes). */
+		nm = wlk__name_at(b, uatomic_read(&r->name));
+		w->head = !(r->flags & WLK_REQF_SCOPE) && nm &&
+			  nm->q_head == slot;
 	}
 }
 
@@ -165,7 +175,7 @@ static void lifelines_pass_on(struct wlk__watch *watch)
  */
 static int wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 		    struct wlk_signal *sig, uint64_t deadline,
-		    struct wlk__watch *watch)
+		    struct wlk__watch *watch, struct wlk__slice *slice)
 {
 	struct wlk_seg_request *r = wlk__req(m->b, slot);
 	uint32_t *word = &r->word;
@@ -191,6 +201,9 @@ static int wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 	 * interleaved runs each). Never past the deadline: a timeout
 	 * shorter than the spin ends on time. */
 	uint64_t spin = WLK_SPIN_NS;
+	/* When a sleep first in the queue asks for a short slice (slice.c):
+	 * 0 until it is first, UINT64_MAX once it has asked. */
+	uint64_t shorten = 0;
 
 	if (deadline) {
 		uint64_t t0 = wlk__now_ns();
@@ -223,12 +236,20 @@ static int wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 		now = wlk__now_ns();
 		if (deadline && now >= deadline)
 			return WLK_ETIMEDOUT;
+		if (watch->head && !shorten)
+			shorten = now + WLK_WAIT_SLICE_AFTER_NS;
+		if (shorten && now >= shorten && shorten != UINT64_MAX) {
+			wlk__slice_shorten(slice);
+			shorten = UINT64_MAX;
+		}
 		recheck = now + (watch->complete ? WLK_SAFETY_RECHECK_NS
 						 : WLK_RECHECK_NS);
+		if (shorten && shorten < recheck)
+			recheck = shorten;
 		if (!until || recheck < until)
 			until = recheck;
 		rc = sleep_on(r, w, nm, g, v, n, until);
-		if (rc == WORD_MOVED)
+		if (rc == WORD_MOVED || (rc == -ETIMEDOUT && until == shorten))
 			continue;
 		/* A waiter watching the agents nearest the head as they were
 		 * is woken to look again when it reaches it (reap.c). */
@@ -338,9 +359,13 @@ int wlk__wait_for(struct wlk__shm_manager *m, struct wlk__shm_lock *l,
 	/* A waiter cancelled (even asynchronously) would leave its request
 	 * queued for ever: no cancellation while waiting. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	if (wlk__word_load(word) == WLK_WORD(l->gen, WLK_SLOT_PENDING))
+	if (wlk__word_load(word) == WLK_WORD(l->gen, WLK_SLOT_PENDING)) {
+		struct wlk__slice slice = {.on = false};
+
 		why = wait_grant(m, l->slot, l->gen, o->signal, deadline,
-				      watch);
+				 watch, &slice);
+		wlk__slice_restore(&slice);
+	}
 	if (why)
 		rc = wlk__after_wait(m, l->slot, l->gen, true, why,
 				     uatomic_read(&m->pub.closed));

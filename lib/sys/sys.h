@@ -4,7 +4,8 @@
  * only place that makes futex system calls), robust mutexes (robust.c), the
  * name hash (hash.c), this process and its library threads (proc.c),
  * fencing-token clock marks (token.c), doorbells (doorbell.c), fail
- * points, and the spin before a sleep (spin.c). Above the segment
+ * points, the spin before a sleep (spin.c) and the short time slice of a
+ * long sleep at the head of a queue (slice.c). Above the segment
  * format; below everything else.
  */
 #ifndef WLK_SYS_H
@@ -191,6 +192,24 @@ static inline uint64_t wlk__stamp_ns(void)
  * before it sleeps on a futex (wlk__spin_ok() is declared above). */
 bool wlk__spin(bool (*done)(void *arg), bool (*queued)(void *arg),
 	       void *arg, uint64_t budget_ns) WLK_INTERNAL;
+
+/* slice.c: a short time slice for a waiter at the head of a queue. */
+struct wlk__sched_attr { /* the kernel's struct sched_attr, first version */
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime; /* SCHED_OTHER: the slice, since Linux 6.12 */
+	uint64_t sched_deadline;
+	uint64_t sched_period;
+};
+struct wlk__slice {
+	bool on;          /* this thread's slice is ours to put back */
+	uint64_t runtime; /* the slice it had; 0: the default */
+};
+void wlk__slice_shorten(struct wlk__slice *s) WLK_INTERNAL;
+void wlk__slice_restore(struct wlk__slice *s) WLK_INTERNAL;
 
 /* robust.c */
 int wlk__mutex_init(pthread_mutex_t *mu) WLK_INTERNAL;

@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * t_slice.c - a thread blocked first in its name's queue asks for a short
+ * time slice once it has slept there WLK_WAIT_SLICE_AFTER_NS, and puts its
+ * own back before the call returns (lib/sys/slice.c); nobody else's slice
+ * changes, and a change made meanwhile by another thread stands.
+ *
+ * The holder is another process; the waiters are threads of the test's
+ * process, whose scheduling attributes the test reads with
+ * sched_getattr(2) by thread id while they sleep.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../common.h"
+#include "testing.h"
+
+#define MS 1000000ull
+/* What the library asks for, and after how long (lib/format/tunables.h). */
+#define SHORT_NS (100 * 1000ull)
+#define AFTER_NS (10 * MS)
+/* A slice of the thread's own choosing, and one set by another thread. */
+#define OWN_NS (3 * MS)
+#define OTHERS_NS (2 * MS)
+#define OTHERS_NICE 5
+/* How long a waiter that must not shorten its slice is watched: well past
+ * AFTER_NS. */
+#define WATCH_MS 40
+
+struct attr { /* the kernel's struct sched_attr, first version */
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime, deadline, period;
+};
+
+static int get_attr(pid_t tid, struct attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	return (int)syscall(SYS_sched_getattr, tid, a, sizeof(*a), 0);
+}
+
+static int set_attr(pid_t tid, struct attr *a)
+{
+	a->size = sizeof(*a);
+	return (int)syscall(SYS_sched_setattr, tid, a, 0);
+}
+
+/* Since Linux 6.12 sched_getattr() reports a SCHED_OTHER thread's slice. */
+static void skip_without_slices(void)
+{
+	struct attr a;
+
+	if (get_attr(0, &a) < 0 || a.policy != SCHED_OTHER || !a.runtime)
+		cr_skip_test("this kernel has no custom time slices (6.12+)");
+}
+
+/* The holder: a process that holds @names until told, or killed. */
+struct holder {
+	struct t_pipe up, down;
+	const char *const *names;
+	pid_t pid;
+};
+
+static int holder_main(void *arg)
+{
+	struct holder *h = arg;
+	struct wlk_lock *l[4] = {NULL};
+	struct wlk_manager *m = NULL;
+	int n = 0;
+	char c;
+
+	T_CHILD_CHECK(wlk_manager_open(t_origin, NULL, &m) == 0, 10);
+	for (; h->names[n]; n++)
+		T_CHILD_CHECK(wlk_acquire(m, h->names[n], WLK_NUL_TERMINATED,
+					  NULL, &l[n]) == 0, 11);
+	T_CHILD_CHECK(t_put_byte(h->up.wr, 'g') == 0, 12);
+	T_CHILD_CHECK(t_get(h->down.rd, &c, 1, 6 * T_WAIT_MS) == 0, 13);
+	while (n--)
+		T_CHILD_CHECK(wlk_release(l[n]) == 0, 14);
+	wlk_manager_close(m);
+	return 0;
+}
+
+static void holder_start(struct holder *h, const char *const *names)
+{
+	t_pipe_open(&h->up);
+	t_pipe_open(&h->down);
+	h->names = names;
+	h->pid = t_fork(holder_main, h);
+	cr_assert_eq(t_get_byte(h->up.rd), 'g', "the holder did not hold");
+}
+
+static void holder_end(struct holder *h)
+{
+	cr_assert_eq(t_put_byte(h->down.wr, 'r'), 0);
+	cr_assert_eq(t_wait(h->pid, T_WAIT_MS), 0, "the holder failed");
+	t_pipe_close(&h->up);
+	t_pipe_close(&h->down);
+}
+
+/* A waiter: a thread that sets @pre up, then acquires @name and releases
+ * it, reading its own attributes before and after. */
+enum pre { PRE_NONE, PRE_BATCH, PRE_OWN_SLICE };
+
+struct waiter {
+	struct wlk_manager *m;
+	const char *name;
+	enum pre pre;
+	pthread_t th;
+	int tid;          /* [A] 0 until known */
+	uint64_t started; /* [A] just before wlk_acquire() */
+	struct attr before, after;
+	int pre_rc, rc;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+	struct wlk_lock *l = NULL;
+	struct attr a;
+
+	if (w->pre != PRE_NONE && get_attr(0, &a) == 0) {
+		if (w->pre == PRE_BATCH)
+			a.policy = SCHED_BATCH;
+		else
+			a.runtime = OWN_NS;
+		w->pre_rc = set_attr(0, &a);
+	}
+	get_attr(0, &w->before);
+	__atomic_store_n(&w->started, t_now_ns(), __ATOMIC_SEQ_CST);
+	__atomic_store_n(&w->tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+	w->rc = wlk_acquire(w->m, w->name, WLK_NUL_TERMINATED, NULL, &l);
+	get_attr(0, &w->after);
+	if (!w->rc)
+		w->rc = wlk_release(l);
+	return NULL;
+}
+
+/* Start @w, and wait until it queued (@pending requests on its name). */
+static void waiter_start(struct waiter *w, struct wlk_manager *m,
+			 const char *name, enum pre pre, size_t pending)
+{
+	memset(w, 0, sizeof(*w));
+	w->m = m;
+	w->name = name;
+	w->pre = pre;
+	cr_assert_eq(pthread_create(&w->th, NULL, waiter_main, w), 0);
+	cr_assert(t_wait_pending(m, name, WLK_NUL_TERMINATED, pending),
+		  "waiter on \"%s\" did not queue", name);
+	cr_assert_eq(w->pre_rc, 0, "could not set the waiter up");
+}
+
+static void waiter_join(struct waiter *w)
+{
+	cr_assert_eq(pthread_join(w->th, NULL), 0);
+	T_ASSERT_RC(w->rc, 0);
+}
+
+static pid_t tid_of(struct waiter *w)
+{
+	return __atomic_load_n(&w->tid, __ATOMIC_SEQ_CST);
+}
+
+/* Poll (bounded) until @w's slice is @ns; when it was, or 0 if never. */
+static uint64_t wait_slice(struct waiter *w, uint64_t ns)
+{
+	uint64_t end = t_now_ns() + (uint64_t)T_WAIT_MS * MS;
+
+	for (;;) {
+		struct attr a;
+		uint64_t now = t_now_ns();
+
+		if (get_attr(tid_of(w), &a) == 0 && a.runtime == ns)
+			return now;
+		if (now > end)
+			return 0;
+		t_nap_ms(1);
+	}
+}
+
+static void assert_same(const struct attr *a, const struct attr *b,
+			const char *who)
+{
+	cr_assert_eq(a->policy, b->policy, "%s: policy changed", who);
+	cr_assert_eq(a->nice, b->nice, "%s: nice changed", who);
+	cr_assert_eq(a->runtime, b->runtime, "%s: slice %llu ns, was %llu",
+		     who, (unsigned long long)a->runtime,
+		     (unsigned long long)b->runtime);
+}
+
+Test(slice, a_head_waiter_asleep_10_ms_runs_with_a_short_slice_until_granted,
+     T_FIX, .timeout = 20)
+{
+	static const char *const names[] = {"a", NULL};
+	struct wlk_manager *m = t_open();
+	struct holder h;
+	struct waiter w;
+	uint64_t at;
+
+	skip_without_slices();
+	holder_start(&h, names);
+	waiter_start(&w, m, "a", PRE_NONE, 1);
+	at = wait_slice(&w, SHORT_NS);
+	cr_assert(at, "the waiter's slice never shortened");
+	cr_assert_geq(at - __atomic_load_n(&w.started, __ATOMIC_SEQ_CST),
+		      AFTER_NS, "shortened before it slept 10 ms");
+	holder_end(&h);
+	waiter_join(&w);
+	assert_same(&w.after, &w.before, "after the wait");
+	t_assert_valid(m, NULL);
+}
+
+Test(slice, a_waiter_behind_the_head_keeps_its_slice, T_FIX, .timeout = 20)
+{
+	static const char *const names[] = {"a", "b", NULL};
+	struct wlk_manager *m = t_open();
+	struct waiter first, second, other;
+	struct attr a;
+	struct holder h;
+
+	skip_without_slices();
+	holder_start(&h, names);
+	waiter_start(&first, m, "a", PRE_NONE, 1);
+	waiter_start(&second, m, "a", PRE_NONE, 2);
+	waiter_start(&other, m, "b", PRE_NONE, 1);
+	/* Once the last one queued has slept 10 ms, so has the second. */
+	cr_assert(wait_slice(&other, SHORT_NS), "no slice shortened");
+	cr_assert_eq(get_attr(tid_of(&first), &a), 0);
+	cr_assert_eq(a.runtime, SHORT_NS, "the head's slice is not short");
+	cr_assert_eq(get_attr(tid_of(&second), &a), 0);
+	assert_same(&a, &second.before, "the second in the queue");
+	holder_end(&h);
+	waiter_join(&first);
+	waiter_join(&second);
+	waiter_join(&other);
+	assert_same(&first.after, &first.before, "the first, after");
+	assert_same(&second.after, &second.before, "the second, after");
+	assert_same(&other.after, &other.before, "the other, after");
+}
+
+Test(slice, a_thread_of_another_policy_is_left_alone, T_FIX, .timeout = 20)
+{
+	static const char *const names[] = {"a", "b", NULL};
+	struct wlk_manager *m = t_open();
+	struct waiter batch, other;
+	struct holder h;
+	struct attr a;
+
+	skip_without_slices();
+	holder_start(&h, names);
+	waiter_start(&batch, m, "a", PRE_BATCH, 1);
+	waiter_start(&other, m, "b", PRE_NONE, 1);
+	cr_assert_eq(batch.before.policy, SCHED_BATCH);
+	cr_assert(wait_slice(&other, SHORT_NS), "no slice shortened");
+	cr_assert_eq(get_attr(tid_of(&batch), &a), 0);
+	assert_same(&a, &batch.before, "the SCHED_BATCH waiter");
+	holder_end(&h);
+	waiter_join(&batch);
+	waiter_join(&other);
+	assert_same(&batch.after, &batch.before, "the SCHED_BATCH one, after");
+}
+
+Test(slice, a_slice_the_thread_chose_comes_back, T_FIX, .timeout = 20)
+{
+	static const char *const names[] = {"a", NULL};
+	struct wlk_manager *m = t_open();
+	struct holder h;
+	struct waiter w;
+
+	skip_without_slices();
+	holder_start(&h, names);
+	waiter_start(&w, m, "a", PRE_OWN_SLICE, 1);
+	cr_assert_eq(w.before.runtime, OWN_NS);
+	cr_assert(wait_slice(&w, SHORT_NS), "the slice never shortened");
+	holder_end(&h);
+	waiter_join(&w);
+	assert_same(&w.after, &w.before, "after the wait");
+}
+
+Test(slice, a_change_made_meanwhile_by_another_thread_stands, T_FIX,
+     .timeout = 20)
+{
+	static const char *const names[] = {"a", "b", NULL};
+	struct wlk_manager *m = t_open();
+	struct waiter niced, sliced;
+	struct holder h;
+	struct attr a;
+
+	skip_without_slices();
+	holder_start(&h, names);
+	waiter_start(&niced, m, "a", PRE_NONE, 1);
+	waiter_start(&sliced, m, "b", PRE_NONE, 1);
+	cr_assert(wait_slice(&niced, SHORT_NS), "the slice never shortened");
+	cr_assert(wait_slice(&sliced, SHORT_NS), "the slice never shortened");
+	cr_assert_eq(setpriority(PRIO_PROCESS, (id_t)tid_of(&niced),
+				 OTHERS_NICE), 0);
+	cr_assert_eq(get_attr(tid_of(&sliced), &a), 0);
+	a.runtime = OTHERS_NS;
+	cr_assert_eq(set_attr(tid_of(&sliced), &a), 0);
+	holder_end(&h);
+	waiter_join(&niced);
+	waiter_join(&sliced);
+	/* The new nice value stays, with the thread's slice back. */
+	cr_assert_eq(niced.after.nice, OTHERS_NICE);
+	cr_assert_eq(niced.after.runtime, niced.before.runtime);
+	/* A slice set meanwhile is not the library's to undo. */
+	cr_assert_eq(sliced.after.runtime, OTHERS_NS);
+}
+
+Test(slice, the_waiter_of_a_killed_holder_is_granted_and_gives_it_back,
+     T_FIX, .timeout = 20)
+{
+	static const char *const names[] = {"a", NULL};
+	struct wlk_manager *m = t_open();
+	struct holder h;
+	struct waiter w;
+
+	skip_without_slices();
+	holder_start(&h, names);
+	waiter_start(&w, m, "a", PRE_NONE, 1);
+	cr_assert(wait_slice(&w, SHORT_NS), "the slice never shortened");
+	cr_assert_eq(kill(h.pid, SIGKILL), 0);
+	waiter_join(&w);
+	assert_same(&w.after, &w.before, "after the wait");
+	cr_assert_eq(t_wait(h.pid, T_WAIT_MS), 128 + SIGKILL);
+	t_pipe_close(&h.up);
+	t_pipe_close(&h.down);
+	t_assert_valid(m, NULL);
+}
+
+Test(slice, switched_off_by_the_environment, T_FIX, .timeout = 20)
+{
+	static const char *const names[] = {"a", NULL};
+	struct wlk_manager *m;
+	struct holder h;
+	struct waiter w;
+	struct attr a;
+
+	skip_without_slices();
+	/* Read at this process's first long wait: this test's. */
+	cr_assert_eq(setenv("WEBLOCKS_WAIT_SLICE", "0", 1), 0);
+	m = t_open();
+	holder_start(&h, names);
+	waiter_start(&w, m, "a", PRE_NONE, 1);
+	t_nap_ms(WATCH_MS);
+	cr_assert_eq(get_attr(tid_of(&w), &a), 0);
+	assert_same(&a, &w.before, "with WEBLOCKS_WAIT_SLICE=0");
+	holder_end(&h);
+	waiter_join(&w);
+	assert_same(&w.after, &w.before, "after the wait");
+}
