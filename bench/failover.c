@@ -13,6 +13,14 @@
  * both read from CLOCK_MONOTONIC. The runs of the two methods interleave;
  * RUNS runs of each are split over the passes, and the processes are not
  * pinned (the kernel's exit path runs where it likes, as in real use).
+ *
+ * A second figure (p3.big) does the same with a holder that has written
+ * BIG_MB of private memory, which its exit must free, and kills it once
+ * the waiter has slept BIG_SETTLE_NS: past WLK_WAIT_SLICE_AFTER_NS, when
+ * a waiter first in its queue has asked for a short time slice
+ * (lib/sys/slice.c). flock(2)'s waiter is woken after that teardown; a
+ * weblocks waiter before it, and the short slice lets it run at once on
+ * the CPU where it goes on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +44,18 @@
 #define DEFAULT_RUNS 400
 #define QUICK_RUNS 60
 #define SETTLE_NS (2 * 1000 * 1000L) /* waiter asleep in the kernel */
+#define BIG_MB 128
+#define BIG_SETTLE_NS (50 * 1000 * 1000L) /* past a short slice's 10 ms */
+#define BIG_RUNS 40
+#define QUICK_BIG_RUNS 10
+#define PAGE 4096
+
+/* One run's setting: how long the waiter sleeps before the kill, and how
+ * much memory the holder has written (MiB). */
+struct setting {
+	long settle_ns;
+	size_t mb;
+};
 
 struct shared {
 	volatile uint64_t granted_ns; /* written by the waiter */
@@ -45,15 +65,32 @@ struct shared {
 static char origin[64];
 static char lockfile[64];
 
-static void settle(void)
+static void settle(long ns)
 {
-	struct timespec ts = {.tv_nsec = SETTLE_NS};
+	struct timespec ts = {.tv_sec = ns / 1000000000L,
+			      .tv_nsec = ns % 1000000000L};
 
 	nanosleep(&ts, NULL);
 }
 
+/* In a holder: write @mb MiB of private memory, which its exit frees. */
+static void grow(size_t mb)
+{
+	size_t size = mb << 20;
+	char *p;
+
+	if (!size)
+		return;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		_exit(1);
+	for (size_t i = 0; i < size; i += PAGE)
+		p[i] = 1;
+}
+
 /* Child: hold the lock, say so, wait to be killed. */
-static void hold_weblocks(int ready)
+static void hold_weblocks(int ready, size_t mb)
 {
 	struct wlk_manager *m;
 	struct wlk_lock *l;
@@ -61,6 +98,7 @@ static void hold_weblocks(int ready)
 	if (wlk_manager_open(origin, NULL, &m) ||
 	    wlk_acquire(m, "x", 1, NULL, &l))
 		_exit(1);
+	grow(mb);
 	if (write(ready, "h", 1) != 1)
 		_exit(1);
 	for (;;)
@@ -81,12 +119,13 @@ static void wait_weblocks(struct shared *sh)
 	_exit(0);
 }
 
-static void hold_flock(int ready)
+static void hold_flock(int ready, size_t mb)
 {
 	int fd = open(lockfile, O_RDWR | O_CREAT, 0600);
 
 	if (fd < 0 || flock(fd, LOCK_EX) < 0)
 		_exit(1);
+	grow(mb);
 	if (write(ready, "h", 1) != 1)
 		_exit(1);
 	for (;;)
@@ -123,7 +162,8 @@ static void await_pending(struct wlk_manager *m)
 	}
 }
 
-static double one_run(bool weblocks, struct shared *sh, struct wlk_manager *m)
+static double one_run(bool weblocks, struct shared *sh, struct wlk_manager *m,
+		      struct setting set)
 {
 	int p[2];
 	pid_t holder, waiter;
@@ -136,7 +176,8 @@ static double one_run(bool weblocks, struct shared *sh, struct wlk_manager *m)
 	sh->waiting = 0;
 	holder = fork();
 	if (holder == 0)
-		weblocks ? hold_weblocks(p[1]) : hold_flock(p[1]);
+		weblocks ? hold_weblocks(p[1], set.mb)
+			 : hold_flock(p[1], set.mb);
 	if (read(p[0], &c, 1) != 1)
 		exit(1);
 	waiter = fork();
@@ -147,7 +188,7 @@ static double one_run(bool weblocks, struct shared *sh, struct wlk_manager *m)
 	else
 		while (!sh->waiting)
 			sched_yield();
-	settle();
+	settle(set.settle_ns);
 	killed = now_ns();
 	kill(holder, SIGKILL);
 	waitpid(holder, NULL, 0);
@@ -283,18 +324,49 @@ static void emit_records(double *tw, double *tf, int per_pass)
 			   "segment mutex", w.median, f.median);
 }
 
+/*
+ * p3.big: one pass; its median and p90 (the runs behind the median are
+ * the ones a dying holder's teardown delays, where it runs on the
+ * waiter's CPU).
+ */
+static void emit_big(double *bw, int nw, double *bf, int nf)
+{
+	struct summary w = sum_one(median(bw, (size_t)nw));
+	struct summary f = sum_one(median(bf, (size_t)nf));
+	char label[160];
+
+	w.p99 = quantile(bw, (size_t)nw, 0.99);
+	f.p99 = quantile(bf, (size_t)nf, 0.99);
+	snprintf(label, sizeof(label),
+		 "failover, the holder with %d MiB written, killed once the "
+		 "waiter slept %ld ms, unpinned", BIG_MB,
+		 BIG_SETTLE_NS / 1000000L);
+	emit_fig("p3.big", "3", label, "us", &w);
+	emit_anchor("p3.big", "flock(2): the kernel releases the lock at "
+		    "exit", "us", &f);
+	emit_note("p3.big: p90 of %d runs each: weblocks %.0f us, flock(2) "
+		  "%.0f us", nw, quantile(bw, (size_t)nw, 0.90),
+		  quantile(bf, (size_t)nf, 0.90));
+}
+
 int main(int argc, char **argv)
 {
 	struct shared *sh;
 	struct wlk_manager *m;
 	struct stats w, f;
 	struct utsname u;
-	double *tw, *tf;
+	double *tw, *tf, *bw, *bf;
 	int per_pass;
+	const struct setting normal = {SETTLE_NS, 0},
+			     big = {BIG_SETTLE_NS, BIG_MB};
+	int big_runs = BIG_RUNS;
+	struct stats bws, bfs;
 
 	bench_init_ex(argc, argv, "failover", "n:j:", option);
-	if (bopt.quick && runs == DEFAULT_RUNS)
+	if (bopt.quick && runs == DEFAULT_RUNS) {
 		runs = QUICK_RUNS;
+		big_runs = QUICK_BIG_RUNS;
+	}
 	per_pass = (runs + bopt.passes - 1) / bopt.passes;
 	runs = per_pass * bopt.passes;
 	snprintf(origin, sizeof(origin), "https://failover-%d.bench",
@@ -304,12 +376,18 @@ int main(int argc, char **argv)
 	sh = shared_alloc(sizeof(*sh));
 	tw = calloc((size_t)runs, sizeof(*tw));
 	tf = calloc((size_t)runs, sizeof(*tf));
-	if (!tw || !tf)
+	bw = calloc((size_t)big_runs, sizeof(*bw));
+	bf = calloc((size_t)big_runs, sizeof(*bf));
+	if (!tw || !tf || !bw || !bf)
 		die("out of memory");
 	check(wlk_manager_open(origin, NULL, &m), "open");
 	for (int i = 0; i < runs; i++) {
-		tw[i] = one_run(true, sh, m);
-		tf[i] = one_run(false, sh, m);
+		tw[i] = one_run(true, sh, m, normal);
+		tf[i] = one_run(false, sh, m, normal);
+	}
+	for (int i = 0; i < big_runs; i++) {
+		bw[i] = one_run(true, sh, m, big);
+		bf[i] = one_run(false, sh, m, big);
 	}
 	wlk_manager_close(m);
 	wlk_bucket_remove(origin, NULL);
@@ -318,8 +396,14 @@ int main(int argc, char **argv)
 		emit_records(tw, tf, per_pass);
 	w = summarize(tw, runs);
 	f = summarize(tf, runs);
-	if (bopt.out)
+	bws = summarize(bw, big_runs);
+	bfs = summarize(bf, big_runs);
+	if (bopt.out) {
 		emit_spread(tw, runs - w.failed, tf, runs - f.failed);
+		if (bws.failed < big_runs && bfs.failed < big_runs)
+			emit_big(bw, big_runs - bws.failed, bf,
+				 big_runs - bfs.failed);
+	}
 	uname(&u);
 	printf("failover: holder SIGKILLed -> blocked waiter granted, %d runs "
 	       "each, kernel %s, %d CPUs, unpinned\n",
@@ -332,10 +416,18 @@ int main(int argc, char **argv)
 	       f.p90, f.p99, f.max, f.failed);
 	printf("ratio weblocks/flock (median): %.2f\n",
 	       f.median > 0 ? w.median / f.median : 0.0);
+	printf("holder with %d MiB written, killed after a 50 ms wait, %d "
+	       "runs each:\n", BIG_MB, big_runs);
+	printf("%-10s %10.1f %10.1f %10.1f %10.1f %7d\n", "weblocks",
+	       bws.median, bws.p90, bws.p99, bws.max, bws.failed);
+	printf("%-10s %10.1f %10.1f %10.1f %10.1f %7d\n", "flock",
+	       bfs.median, bfs.p90, bfs.p99, bfs.max, bfs.failed);
 	if (json)
 		write_json(u.release, w, f);
 	free(tw);
 	free(tf);
+	free(bw);
+	free(bf);
 	bench_fini();
-	return w.failed || f.failed ? 1 : 0;
+	return w.failed || f.failed || bws.failed || bfs.failed ? 1 : 0;
 }

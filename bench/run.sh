@@ -266,7 +266,9 @@ cat >> "$out/results.md" << 'EOF'
   releases; the waiter reads the clock when its acquire returns. 5
   repetitions of 300 handoffs per method per pass, fresh processes each.
 - Part 3: bench/failover (holder SIGKILLed while a waiter sleeps), 400 runs
-  per method in all, interleaved, unpinned.
+  per method in all, interleaved, unpinned; then 40 per method with a
+  holder that has written 128 MiB, killed once the waiter slept 50 ms
+  (one pass: its median, and the p99 in the p99 column).
 - Part 4: 250 ms runs, 2 per method per pass; a non-atomic counter in the
   critical section checks mutual exclusion after every run.
 - Part 5: see the comment at the top of each bench/scale_*.c. Curves are
