@@ -72,8 +72,11 @@
  *    frees the holder's memory, and often on the CPU where that teardown
  *    then runs (milliseconds for a large process); Linux's scheduler would
  *    let the woken waiter run only after it. So a thread blocked in
- *    wlk_request() or wlk_acquire() first in its name's queue, once it
- *    has slept there 10 ms, asks for the shortest time slice Linux grants
+ *    wlk_request() or wlk_acquire() that saw its request first in its
+ *    name's queue when it last looked (as it went to sleep, or when woken
+ *    to look again, as one queued further back is when it reaches the
+ *    head: below; a scope never counts as first), once it has slept 10 ms
+ *    since, asks for the shortest time slice Linux grants
  *    (sched_setattr(2), SCHED_OTHER's sched_runtime, 100 us; Linux 6.12
  *    or later): woken, it preempts what runs there. Its own slice is put
  *    back before the call returns, unless another thread changed its
