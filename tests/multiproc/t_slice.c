@@ -196,18 +196,40 @@ static void assert_same(const struct attr *a, const struct attr *b,
 		     (unsigned long long)b->runtime);
 }
 
+/* Skip without custom slices; else a holder of "a", and @w queued. */
+static void one_head(struct wlk_manager *m, struct holder *h,
+		     struct waiter *w, enum pre pre)
+{
+	static const char *const names[] = {"a", NULL};
+
+	skip_without_slices();
+	holder_start(h, names);
+	waiter_start(w, m, "a", pre, 1);
+}
+
+/* Skip without custom slices; else a holder of "a" and "b", and @x and
+ * @y queued first on each. */
+static void two_heads(struct wlk_manager *m, struct holder *h,
+		      struct waiter *x, enum pre px, struct waiter *y,
+		      enum pre py)
+{
+	static const char *const names[] = {"a", "b", NULL};
+
+	skip_without_slices();
+	holder_start(h, names);
+	waiter_start(x, m, "a", px, 1);
+	waiter_start(y, m, "b", py, 1);
+}
+
 Test(slice, a_head_waiter_asleep_10_ms_runs_with_a_short_slice_until_granted,
      T_FIX, .timeout = 20)
 {
-	static const char *const names[] = {"a", NULL};
 	struct wlk_manager *m = t_open();
 	struct holder h;
 	struct waiter w;
 	uint64_t at;
 
-	skip_without_slices();
-	holder_start(&h, names);
-	waiter_start(&w, m, "a", PRE_NONE, 1);
+	one_head(m, &h, &w, PRE_NONE);
 	at = wait_slice(&w, SHORT_NS);
 	cr_assert(at, "the waiter's slice never shortened");
 	cr_assert_geq(at - __atomic_load_n(&w.started, __ATOMIC_SEQ_CST),
@@ -248,16 +270,12 @@ Test(slice, a_waiter_behind_the_head_keeps_its_slice, T_FIX, .timeout = 20)
 
 Test(slice, a_thread_of_another_policy_is_left_alone, T_FIX, .timeout = 20)
 {
-	static const char *const names[] = {"a", "b", NULL};
 	struct wlk_manager *m = t_open();
 	struct waiter batch, other;
 	struct holder h;
 	struct attr a;
 
-	skip_without_slices();
-	holder_start(&h, names);
-	waiter_start(&batch, m, "a", PRE_BATCH, 1);
-	waiter_start(&other, m, "b", PRE_NONE, 1);
+	two_heads(m, &h, &batch, PRE_BATCH, &other, PRE_NONE);
 	cr_assert_eq(batch.before.policy, SCHED_BATCH);
 	cr_assert(wait_slice(&other, SHORT_NS), "no slice shortened");
 	cr_assert_eq(get_attr(tid_of(&batch), &a), 0);
@@ -270,14 +288,11 @@ Test(slice, a_thread_of_another_policy_is_left_alone, T_FIX, .timeout = 20)
 
 Test(slice, a_slice_the_thread_chose_comes_back, T_FIX, .timeout = 20)
 {
-	static const char *const names[] = {"a", NULL};
 	struct wlk_manager *m = t_open();
 	struct holder h;
 	struct waiter w;
 
-	skip_without_slices();
-	holder_start(&h, names);
-	waiter_start(&w, m, "a", PRE_OWN_SLICE, 1);
+	one_head(m, &h, &w, PRE_OWN_SLICE);
 	cr_assert_eq(w.before.runtime, OWN_NS);
 	cr_assert(wait_slice(&w, SHORT_NS), "the slice never shortened");
 	holder_end(&h);
@@ -288,16 +303,12 @@ Test(slice, a_slice_the_thread_chose_comes_back, T_FIX, .timeout = 20)
 Test(slice, a_change_made_meanwhile_by_another_thread_stands, T_FIX,
      .timeout = 20)
 {
-	static const char *const names[] = {"a", "b", NULL};
 	struct wlk_manager *m = t_open();
 	struct waiter niced, sliced;
 	struct holder h;
 	struct attr a;
 
-	skip_without_slices();
-	holder_start(&h, names);
-	waiter_start(&niced, m, "a", PRE_NONE, 1);
-	waiter_start(&sliced, m, "b", PRE_NONE, 1);
+	two_heads(m, &h, &niced, PRE_NONE, &sliced, PRE_NONE);
 	cr_assert(wait_slice(&niced, SHORT_NS), "the slice never shortened");
 	cr_assert(wait_slice(&sliced, SHORT_NS), "the slice never shortened");
 	cr_assert_eq(setpriority(PRIO_PROCESS, (id_t)tid_of(&niced),
@@ -318,14 +329,11 @@ Test(slice, a_change_made_meanwhile_by_another_thread_stands, T_FIX,
 Test(slice, the_waiter_of_a_killed_holder_is_granted_and_gives_it_back,
      T_FIX, .timeout = 20)
 {
-	static const char *const names[] = {"a", NULL};
 	struct wlk_manager *m = t_open();
 	struct holder h;
 	struct waiter w;
 
-	skip_without_slices();
-	holder_start(&h, names);
-	waiter_start(&w, m, "a", PRE_NONE, 1);
+	one_head(m, &h, &w, PRE_NONE);
 	cr_assert(wait_slice(&w, SHORT_NS), "the slice never shortened");
 	cr_assert_eq(kill(h.pid, SIGKILL), 0);
 	waiter_join(&w);
@@ -338,7 +346,6 @@ Test(slice, the_waiter_of_a_killed_holder_is_granted_and_gives_it_back,
 
 Test(slice, switched_off_by_the_environment, T_FIX, .timeout = 20)
 {
-	static const char *const names[] = {"a", NULL};
 	struct wlk_manager *m;
 	struct holder h;
 	struct waiter w;
@@ -348,8 +355,7 @@ Test(slice, switched_off_by_the_environment, T_FIX, .timeout = 20)
 	/* Read at this process's first long wait: this test's. */
 	cr_assert_eq(setenv("WEBLOCKS_WAIT_SLICE", "0", 1), 0);
 	m = t_open();
-	holder_start(&h, names);
-	waiter_start(&w, m, "a", PRE_NONE, 1);
+	one_head(m, &h, &w, PRE_NONE);
 	t_nap_ms(WATCH_MS);
 	cr_assert_eq(get_attr(tid_of(&w), &a), 0);
 	assert_same(&a, &w.before, "with WEBLOCKS_WAIT_SLICE=0");
