@@ -9,6 +9,8 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "../common.h"
 #include "weblocks/async.h"
@@ -165,6 +167,74 @@ Test(deep, a_scope_behind_a_deep_queue_sees_the_new_holder_die, T_FIX,
      .timeout = 40)
 {
 	new_holder_dies(true);
+}
+
+/* The slice sched_getattr(2) reports for thread @tid: SCHED_OTHER's, since
+ * Linux 6.12; 0 on an older kernel. */
+static uint64_t slice_of(pid_t tid)
+{
+	struct {
+		uint32_t size, policy;
+		uint64_t flags;
+		int32_t nice;
+		uint32_t priority;
+		uint64_t runtime, deadline, period;
+	} a;
+
+	memset(&a, 0, sizeof(a));
+	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) < 0)
+		return 0;
+	return a.runtime;
+}
+
+/* What a waiter first in its queue asks for after 10 ms there
+ * (lib/format/tunables.h: WLK_WAIT_SLICE_NS). */
+#define SHORT_SLICE_NS (100 * 1000ull)
+
+/*
+ * As above, but X holds on: W, woken when it reaches the head, counts as
+ * first in its queue from then on, and 10 ms later asks for a short time
+ * slice (lib/sys/slice.c), which it gives back once granted.
+ */
+Test(deep, a_waiter_woken_at_the_head_asks_for_a_short_slice, T_FIX,
+     .timeout = 40)
+{
+	struct wlk_manager *m = t_open();
+	struct wlk_lock *l = NULL;
+	struct child f, x, w;
+	uint64_t end, before;
+	pid_t pf, px, pw;
+
+	if (!slice_of(0))
+		cr_skip_test("this kernel has no custom time slices (6.12+)");
+	queue_behind_fillers(m, &l, &f, &pf, &x, &px);
+	child_open(&w);
+	pw = t_fork(child_acquire, &w);
+	cr_assert(t_wait_pending(m, "d", 1, FILLERS + 2), "W did not queue");
+	before = slice_of(pw);
+	cr_assert_neq(before, SHORT_SLICE_NS);
+
+	T_ASSERT_RC(wlk_release(l), 0);
+	cr_assert_eq(t_get_byte(f.up.rd), 'd', "fillers not granted");
+	cr_assert_eq(t_get_byte(x.up.rd), 'g', "X not granted");
+	end = t_now_ns() + (uint64_t)T_WAIT_MS * 1000000u;
+	while (slice_of(pw) != SHORT_SLICE_NS && t_now_ns() < end)
+		t_nap_ms(1);
+	cr_assert_eq(slice_of(pw), SHORT_SLICE_NS,
+		     "W, first in the queue, kept its slice");
+
+	cr_assert_eq(t_put_byte(x.down.wr, 'r'), 0);
+	cr_assert_eq(t_get_byte(w.up.rd), 'g', "W not granted");
+	cr_assert_eq(slice_of(pw), before, "W did not give the slice back");
+	cr_assert_eq(t_wait(px, T_WAIT_MS), 0);
+	cr_assert_eq(t_put_byte(w.down.wr, 'r'), 0);
+	cr_assert_eq(t_wait(pw, T_WAIT_MS), 0);
+	cr_assert_eq(t_put_byte(f.down.wr, 'r'), 0);
+	cr_assert_eq(t_wait(pf, T_WAIT_MS), 0);
+	t_assert_valid(m, NULL);
+	child_close(&f);
+	child_close(&x);
+	child_close(&w);
 }
 
 /* The same with W an event loop: the new holder's death reaches it
