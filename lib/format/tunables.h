@@ -68,10 +68,11 @@
  * WLK_WAIT_SLICE_AFTER_NS must not come before the scheduler's next tick
  * (4 ms at HZ=250, 10 ms at HZ=100): a timer earlier than the tick is
  * programmed into the CPU's timer when armed and again when cancelled, and
- * on this VM that cost every handoff to a sleeping waiter 0.5-3 us (1 and 2
- * ms: the one-CPU handoff went from 1.14-1.22x to 1.34-1.95x the raw futex;
- * 5 and 10 ms: unchanged; bench/ab.sh, 3 rounds each). The three system
- * calls a shortened wait costs, a few microseconds, are a sliver of it.
+ * on this VM that cost every handoff to a sleeping waiter 0.5-3 us: with 1
+ * or 2 ms, the one-CPU handoff's median ratio to the raw futex went from
+ * 1.15x-1.20x to 1.66x-1.92x; with 5 or 10 ms it did not move (bench/ab.sh,
+ * 2 to 4 alternated rounds each). The three system calls a shortened wait
+ * costs, a few microseconds, are a sliver of it.
  */
 #define WLK_WAIT_SLICE_NS (100ull * 1000)
 #define WLK_WAIT_SLICE_AFTER_NS (10ull * 1000 * 1000)
