@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "common.h"
@@ -1059,4 +1060,16 @@ void t_holder_join(struct t_holder *h)
 	free(st->name);
 	free(st);
 	h->st = NULL;
+}
+
+int t_sched_get(pid_t tid, struct t_sched_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	return (int)syscall(SYS_sched_getattr, tid, a, sizeof(*a), 0);
+}
+
+int t_sched_set(pid_t tid, struct t_sched_attr *a)
+{
+	a->size = sizeof(*a);
+	return (int)syscall(SYS_sched_setattr, tid, a, 0);
 }

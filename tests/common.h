@@ -146,6 +146,24 @@ size_t t_pending_pids(struct wlk_manager *m, const char *name, size_t len,
 		      pid_t *pids, size_t max);
 /* Held and pending entries of process @pid in the bucket; SIZE_MAX. */
 size_t t_entries_of(struct wlk_manager *m, pid_t pid);
+
+/*
+ * Scheduling attributes of thread @tid (0: the caller), the kernel's struct
+ * sched_attr (first version), through sched_getattr(2) and
+ * sched_setattr(2); 0 or -1 (errno). A SCHED_OTHER thread's runtime is its
+ * time slice since Linux 6.12, 0 before. T_SHORT_SLICE_NS: the slice a
+ * blocked waiter first in its queue asks for after 10 ms (lib/sys/slice.c).
+ */
+struct t_sched_attr {
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime, deadline, period;
+};
+int t_sched_get(pid_t tid, struct t_sched_attr *a);
+int t_sched_set(pid_t tid, struct t_sched_attr *a);
+#define T_SHORT_SLICE_NS (100 * 1000ull)
 /*
  * Fail the test unless wlk_manager_validate(@m) passes; the message starts
  * with @what (may be NULL) and lists the violations.

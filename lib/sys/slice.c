@@ -53,6 +53,18 @@
 #define SYS_sched_getattr 315
 #endif
 
+/* The kernel's struct sched_attr, first version (glibc 2.36 has none). */
+struct wlk__sched_attr {
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime; /* SCHED_OTHER: the slice, since Linux 6.12 */
+	uint64_t sched_deadline;
+	uint64_t sched_period;
+};
+
 /* default_slice()'s constants, as the kernel has them. */
 #define DEFAULT_SLICE_UNIT_NS 700000ull
 #define DEFAULT_SLICE_CPUS 8
@@ -92,7 +104,7 @@ static int set_attr(struct wlk__sched_attr *a)
  */
 static uint64_t default_slice(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	int n = wlk__cpus_online();
 	uint64_t f = 1;
 
 	if (n > DEFAULT_SLICE_CPUS)

@@ -34,18 +34,28 @@
 int wlk__ncpu; /* [A] 0 until known (wlk__spin_ok(), sys.h) */
 
 /* Spinning helps only if whoever we wait for can run meanwhile: count the
- * CPUs online, once (wlk__spin_ok() reads the count after). Not this
+ * CPUs online, once (wlk__spin_ok() reads the count after; so does
+ * slice.c). Not this
  * process's affinity mask: a process pinned to a CPU of its own still
  * waits for processes on the others, and there spinning pays (with the
  * mask, bench/throughput, which pins each process so, fell from about
  * 2.1x flock to 0.14x). Two processes pinned to one CPU do spin for
  * nothing: the mask cannot tell them apart. */
+int wlk__cpus_online(void)
+{
+	int n = uatomic_read(&wlk__ncpu);
+
+	if (!n) {
+		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+		n = n > 0 ? n : 1;
+		uatomic_set(&wlk__ncpu, n);
+	}
+	return n;
+}
+
 bool wlk__spin_ok_count(void)
 {
-	int n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-
-	uatomic_set(&wlk__ncpu, n > 0 ? n : 1);
-	return n > 1;
+	return wlk__cpus_online() > 1;
 }
 
 /*

@@ -109,6 +109,7 @@ static inline void wlk__bytes_copy(void *dst, const void *src, size_t n)
  * more than one CPU online. Inline: every uncontended acquire asks; once
  * the count is known that is one load (spin.c counts the CPUs). */
 extern int wlk__ncpu WLK_INTERNAL; /* [A] 0 until known */
+int wlk__cpus_online(void) WLK_INTERNAL; /* counted once, then cached */
 bool wlk__spin_ok_count(void) WLK_INTERNAL;
 static inline bool wlk__spin_ok(void)
 {
@@ -194,16 +195,6 @@ bool wlk__spin(bool (*done)(void *arg), bool (*queued)(void *arg),
 	       void *arg, uint64_t budget_ns) WLK_INTERNAL;
 
 /* slice.c: a short time slice for a waiter at the head of a queue. */
-struct wlk__sched_attr { /* the kernel's struct sched_attr, first version */
-	uint32_t size;
-	uint32_t sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime; /* SCHED_OTHER: the slice, since Linux 6.12 */
-	uint64_t sched_deadline;
-	uint64_t sched_period;
-};
 struct wlk__slice {
 	bool on;          /* this thread's slice is ours to put back */
 	uint64_t runtime; /* the slice it had; 0: the default */

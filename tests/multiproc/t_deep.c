@@ -9,8 +9,6 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "../common.h"
 #include "weblocks/async.h"
@@ -169,27 +167,14 @@ Test(deep, a_scope_behind_a_deep_queue_sees_the_new_holder_die, T_FIX,
 	new_holder_dies(true);
 }
 
-/* The slice sched_getattr(2) reports for thread @tid: SCHED_OTHER's, since
- * Linux 6.12; 0 on an older kernel. */
+/* The slice sched_getattr(2) reports for thread @tid (common.h); 0 on a
+ * kernel without custom slices. */
 static uint64_t slice_of(pid_t tid)
 {
-	struct {
-		uint32_t size, policy;
-		uint64_t flags;
-		int32_t nice;
-		uint32_t priority;
-		uint64_t runtime, deadline, period;
-	} a;
+	struct t_sched_attr a;
 
-	memset(&a, 0, sizeof(a));
-	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) < 0)
-		return 0;
-	return a.runtime;
+	return t_sched_get(tid, &a) < 0 ? 0 : a.runtime;
 }
-
-/* What a waiter first in its queue asks for after 10 ms there
- * (lib/format/tunables.h: WLK_WAIT_SLICE_NS). */
-#define SHORT_SLICE_NS (100 * 1000ull)
 
 /*
  * As above, but X holds on: W, woken when it reaches the head, counts as
@@ -212,15 +197,15 @@ Test(deep, a_waiter_woken_at_the_head_asks_for_a_short_slice, T_FIX,
 	pw = t_fork(child_acquire, &w);
 	cr_assert(t_wait_pending(m, "d", 1, FILLERS + 2), "W did not queue");
 	before = slice_of(pw);
-	cr_assert_neq(before, SHORT_SLICE_NS);
+	cr_assert_neq(before, T_SHORT_SLICE_NS);
 
 	T_ASSERT_RC(wlk_release(l), 0);
 	cr_assert_eq(t_get_byte(f.up.rd), 'd', "fillers not granted");
 	cr_assert_eq(t_get_byte(x.up.rd), 'g', "X not granted");
 	end = t_now_ns() + (uint64_t)T_WAIT_MS * 1000000u;
-	while (slice_of(pw) != SHORT_SLICE_NS && t_now_ns() < end)
+	while (slice_of(pw) != T_SHORT_SLICE_NS && t_now_ns() < end)
 		t_nap_ms(1);
-	cr_assert_eq(slice_of(pw), SHORT_SLICE_NS,
+	cr_assert_eq(slice_of(pw), T_SHORT_SLICE_NS,
 		     "W, first in the queue, kept its slice");
 
 	cr_assert_eq(t_put_byte(x.down.wr, 'r'), 0);

@@ -19,11 +19,9 @@
 #include <unistd.h>
 
 #include "../common.h"
-#include "testing.h"
 
 #define MS 1000000ull
-/* What the library asks for, and after how long (lib/format/tunables.h). */
-#define SHORT_NS (100 * 1000ull)
+/* After how long the library asks for a short slice (tunables.h). */
 #define AFTER_NS (10 * MS)
 /* A slice of the thread's own choosing, and one set by another thread. */
 #define OWN_NS (3 * MS)
@@ -33,32 +31,12 @@
  * AFTER_NS. */
 #define WATCH_MS 40
 
-struct attr { /* the kernel's struct sched_attr, first version */
-	uint32_t size, policy;
-	uint64_t flags;
-	int32_t nice;
-	uint32_t priority;
-	uint64_t runtime, deadline, period;
-};
-
-static int get_attr(pid_t tid, struct attr *a)
-{
-	memset(a, 0, sizeof(*a));
-	return (int)syscall(SYS_sched_getattr, tid, a, sizeof(*a), 0);
-}
-
-static int set_attr(pid_t tid, struct attr *a)
-{
-	a->size = sizeof(*a);
-	return (int)syscall(SYS_sched_setattr, tid, a, 0);
-}
-
 /* Since Linux 6.12 sched_getattr() reports a SCHED_OTHER thread's slice. */
 static void skip_without_slices(void)
 {
-	struct attr a;
+	struct t_sched_attr a;
 
-	if (get_attr(0, &a) < 0 || a.policy != SCHED_OTHER || !a.runtime)
+	if (t_sched_get(0, &a) < 0 || a.policy != SCHED_OTHER || !a.runtime)
 		cr_skip_test("this kernel has no custom time slices (6.12+)");
 }
 
@@ -117,7 +95,7 @@ struct waiter {
 	pthread_t th;
 	int tid;          /* [A] 0 until known */
 	uint64_t started; /* [A] just before wlk_acquire() */
-	struct attr before, after;
+	struct t_sched_attr before, after;
 	int pre_rc, rc;
 };
 
@@ -125,20 +103,20 @@ static void *waiter_main(void *arg)
 {
 	struct waiter *w = arg;
 	struct wlk_lock *l = NULL;
-	struct attr a;
+	struct t_sched_attr a;
 
-	if (w->pre != PRE_NONE && get_attr(0, &a) == 0) {
+	if (w->pre != PRE_NONE && t_sched_get(0, &a) == 0) {
 		if (w->pre == PRE_BATCH)
 			a.policy = SCHED_BATCH;
 		else
 			a.runtime = OWN_NS;
-		w->pre_rc = set_attr(0, &a);
+		w->pre_rc = t_sched_set(0, &a);
 	}
-	get_attr(0, &w->before);
+	t_sched_get(0, &w->before);
 	__atomic_store_n(&w->started, t_now_ns(), __ATOMIC_SEQ_CST);
 	__atomic_store_n(&w->tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
 	w->rc = wlk_acquire(w->m, w->name, WLK_NUL_TERMINATED, NULL, &l);
-	get_attr(0, &w->after);
+	t_sched_get(0, &w->after);
 	if (!w->rc)
 		w->rc = wlk_release(l);
 	return NULL;
@@ -175,10 +153,10 @@ static uint64_t wait_slice(struct waiter *w, uint64_t ns)
 	uint64_t end = t_now_ns() + (uint64_t)T_WAIT_MS * MS;
 
 	for (;;) {
-		struct attr a;
+		struct t_sched_attr a;
 		uint64_t now = t_now_ns();
 
-		if (get_attr(tid_of(w), &a) == 0 && a.runtime == ns)
+		if (t_sched_get(tid_of(w), &a) == 0 && a.runtime == ns)
 			return now;
 		if (now > end)
 			return 0;
@@ -186,7 +164,7 @@ static uint64_t wait_slice(struct waiter *w, uint64_t ns)
 	}
 }
 
-static void assert_same(const struct attr *a, const struct attr *b,
+static void assert_same(const struct t_sched_attr *a, const struct t_sched_attr *b,
 			const char *who)
 {
 	cr_assert_eq(a->policy, b->policy, "%s: policy changed", who);
@@ -230,7 +208,7 @@ Test(slice, a_head_waiter_asleep_10_ms_runs_with_a_short_slice_until_granted,
 	uint64_t at;
 
 	one_head(m, &h, &w, PRE_NONE);
-	at = wait_slice(&w, SHORT_NS);
+	at = wait_slice(&w, T_SHORT_SLICE_NS);
 	cr_assert(at, "the waiter's slice never shortened");
 	cr_assert_geq(at - __atomic_load_n(&w.started, __ATOMIC_SEQ_CST),
 		      AFTER_NS, "shortened before it slept 10 ms");
@@ -245,7 +223,7 @@ Test(slice, a_waiter_behind_the_head_keeps_its_slice, T_FIX, .timeout = 20)
 	static const char *const names[] = {"a", "b", NULL};
 	struct wlk_manager *m = t_open();
 	struct waiter first, second, other;
-	struct attr a;
+	struct t_sched_attr a;
 	struct holder h;
 
 	skip_without_slices();
@@ -254,10 +232,10 @@ Test(slice, a_waiter_behind_the_head_keeps_its_slice, T_FIX, .timeout = 20)
 	waiter_start(&second, m, "a", PRE_NONE, 2);
 	waiter_start(&other, m, "b", PRE_NONE, 1);
 	/* Once the last one queued has slept 10 ms, so has the second. */
-	cr_assert(wait_slice(&other, SHORT_NS), "no slice shortened");
-	cr_assert_eq(get_attr(tid_of(&first), &a), 0);
-	cr_assert_eq(a.runtime, SHORT_NS, "the head's slice is not short");
-	cr_assert_eq(get_attr(tid_of(&second), &a), 0);
+	cr_assert(wait_slice(&other, T_SHORT_SLICE_NS), "no slice shortened");
+	cr_assert_eq(t_sched_get(tid_of(&first), &a), 0);
+	cr_assert_eq(a.runtime, T_SHORT_SLICE_NS, "the head's slice is not short");
+	cr_assert_eq(t_sched_get(tid_of(&second), &a), 0);
 	assert_same(&a, &second.before, "the second in the queue");
 	holder_end(&h);
 	waiter_join(&first);
@@ -273,12 +251,12 @@ Test(slice, a_thread_of_another_policy_is_left_alone, T_FIX, .timeout = 20)
 	struct wlk_manager *m = t_open();
 	struct waiter batch, other;
 	struct holder h;
-	struct attr a;
+	struct t_sched_attr a;
 
 	two_heads(m, &h, &batch, PRE_BATCH, &other, PRE_NONE);
 	cr_assert_eq(batch.before.policy, SCHED_BATCH);
-	cr_assert(wait_slice(&other, SHORT_NS), "no slice shortened");
-	cr_assert_eq(get_attr(tid_of(&batch), &a), 0);
+	cr_assert(wait_slice(&other, T_SHORT_SLICE_NS), "no slice shortened");
+	cr_assert_eq(t_sched_get(tid_of(&batch), &a), 0);
 	assert_same(&a, &batch.before, "the SCHED_BATCH waiter");
 	holder_end(&h);
 	waiter_join(&batch);
@@ -294,7 +272,7 @@ Test(slice, a_slice_the_thread_chose_comes_back, T_FIX, .timeout = 20)
 
 	one_head(m, &h, &w, PRE_OWN_SLICE);
 	cr_assert_eq(w.before.runtime, OWN_NS);
-	cr_assert(wait_slice(&w, SHORT_NS), "the slice never shortened");
+	cr_assert(wait_slice(&w, T_SHORT_SLICE_NS), "the slice never shortened");
 	holder_end(&h);
 	waiter_join(&w);
 	assert_same(&w.after, &w.before, "after the wait");
@@ -306,16 +284,16 @@ Test(slice, a_change_made_meanwhile_by_another_thread_stands, T_FIX,
 	struct wlk_manager *m = t_open();
 	struct waiter niced, sliced;
 	struct holder h;
-	struct attr a;
+	struct t_sched_attr a;
 
 	two_heads(m, &h, &niced, PRE_NONE, &sliced, PRE_NONE);
-	cr_assert(wait_slice(&niced, SHORT_NS), "the slice never shortened");
-	cr_assert(wait_slice(&sliced, SHORT_NS), "the slice never shortened");
+	cr_assert(wait_slice(&niced, T_SHORT_SLICE_NS), "the slice never shortened");
+	cr_assert(wait_slice(&sliced, T_SHORT_SLICE_NS), "the slice never shortened");
 	cr_assert_eq(setpriority(PRIO_PROCESS, (id_t)tid_of(&niced),
 				 OTHERS_NICE), 0);
-	cr_assert_eq(get_attr(tid_of(&sliced), &a), 0);
+	cr_assert_eq(t_sched_get(tid_of(&sliced), &a), 0);
 	a.runtime = OTHERS_NS;
-	cr_assert_eq(set_attr(tid_of(&sliced), &a), 0);
+	cr_assert_eq(t_sched_set(tid_of(&sliced), &a), 0);
 	holder_end(&h);
 	waiter_join(&niced);
 	waiter_join(&sliced);
@@ -334,7 +312,7 @@ Test(slice, the_waiter_of_a_killed_holder_is_granted_and_gives_it_back,
 	struct waiter w;
 
 	one_head(m, &h, &w, PRE_NONE);
-	cr_assert(wait_slice(&w, SHORT_NS), "the slice never shortened");
+	cr_assert(wait_slice(&w, T_SHORT_SLICE_NS), "the slice never shortened");
 	cr_assert_eq(kill(h.pid, SIGKILL), 0);
 	waiter_join(&w);
 	assert_same(&w.after, &w.before, "after the wait");
@@ -349,7 +327,7 @@ Test(slice, switched_off_by_the_environment, T_FIX, .timeout = 20)
 	struct wlk_manager *m;
 	struct holder h;
 	struct waiter w;
-	struct attr a;
+	struct t_sched_attr a;
 
 	skip_without_slices();
 	/* Read at this process's first long wait: this test's. */
@@ -357,7 +335,7 @@ Test(slice, switched_off_by_the_environment, T_FIX, .timeout = 20)
 	m = t_open();
 	one_head(m, &h, &w, PRE_NONE);
 	t_nap_ms(WATCH_MS);
-	cr_assert_eq(get_attr(tid_of(&w), &a), 0);
+	cr_assert_eq(t_sched_get(tid_of(&w), &a), 0);
 	assert_same(&a, &w.before, "with WEBLOCKS_WAIT_SLICE=0");
 	holder_end(&h);
 	waiter_join(&w);
