@@ -75,8 +75,10 @@
  *    wlk_request() or wlk_acquire() that saw its request first in its
  *    name's queue when it last looked (as it went to sleep, or when woken
  *    to look again, as one queued further back is when it reaches the
- *    head: below; a scope never counts as first), once it has slept 10 ms
- *    since, asks for the shortest time slice Linux grants
+ *    head: below; a scope never counts as first), at the scheduler's
+ *    first tick since (1 to 10 ms at HZ=1000 to 100, by the kernel's
+ *    own clock; half a period later on a kernel booted with
+ *    skew_tick=1), asks for the shortest time slice Linux grants
  *    (sched_setattr(2), SCHED_OTHER's sched_runtime, 100 us; Linux 6.12
  *    or later): woken, it preempts what runs there. Its own slice is put
  *    back before the call returns, unless another thread changed its
@@ -87,10 +89,11 @@
  *    threads of other policies (real-time, SCHED_BATCH, SCHED_IDLE), and
  *    every thread on kernels without custom slices, where
  *    sched_setattr() is refused, or in a process whose environment has
- *    WEBLOCKS_WAIT_SLICE=0 (read at its first such wait). Three system
- *    calls, a few microseconds, per wait that long; a wait that ends
- *    sooner pays nothing. make bench (part 3) shows the effect for a
- *    holder with 128 MiB of memory.
+ *    WEBLOCKS_WAIT_SLICE=0 (read at its first such wait). A wake-up and
+ *    four system calls, a few microseconds, per wait that lasts past a
+ *    tick; a wait that ends sooner pays nothing (its timeout is due no
+ *    sooner than the tick, which fires it). make bench (part 3) shows
+ *    the effect.
  *
  *    A request looks for the processes blocking it among the first 64
  *    holders and requests of its name (WLK_WATCH_WALK in
@@ -852,8 +855,8 @@ typedef int (*wlk_callback)(struct wlk_lock *lock, void *arg);
  * longer once others of its name sleep for their grant. A request without
  * timeout or signal that finds the name held by one uncontended holder
  * spins on the name's entry, and that holder's release hands it the lock
- * directly. A blocked thread first in its name's queue that has slept
- * there 10 ms (WLK_WAIT_SLICE_AFTER_NS) asks the kernel for a short time
+ * directly. A blocked thread first in its name's queue asks the kernel,
+ * at the scheduler's first tick after it got there, for a short time
  * slice until the call returns (TERMINATION MODEL above); it touches
  * nothing else of the thread's scheduling.
  *

@@ -152,7 +152,8 @@ size_t t_entries_of(struct wlk_manager *m, pid_t pid);
  * sched_attr (first version), through sched_getattr(2) and
  * sched_setattr(2); 0 or -1 (errno). A SCHED_OTHER thread's runtime is its
  * time slice since Linux 6.12, 0 before. T_SHORT_SLICE_NS: the slice a
- * blocked waiter first in its queue asks for after 10 ms (lib/sys/slice.c).
+ * blocked waiter first in its queue asks for at the scheduler's next tick
+ * (lib/sys/slice.c).
  */
 struct t_sched_attr {
 	uint32_t size, policy;

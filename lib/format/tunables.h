@@ -61,21 +61,23 @@
 #define WLK_SAFETY_RECHECK_NS (1000ull * 1000 * 1000)
 /*
  * A blocked waiter first in its name's queue asks for a time slice of
- * WLK_WAIT_SLICE_NS once it has slept there WLK_WAIT_SLICE_AFTER_NS
- * (slice.c), so that when it is woken it preempts what runs on its CPU (a
- * dying holder's teardown, above all) instead of waiting for that slice's
- * end. 100 us is the shortest slice Linux grants. The wait's timeout at
- * WLK_WAIT_SLICE_AFTER_NS must not come before the scheduler's next tick
- * (4 ms at HZ=250, 10 ms at HZ=100): a timer earlier than the tick is
- * programmed into the CPU's timer when armed and again when cancelled, and
- * on this VM that cost every handoff to a sleeping waiter 0.5-3 us: with 1
- * or 2 ms, the one-CPU handoff's median ratio to the raw futex went from
- * 1.15x-1.20x to 1.66x-1.92x; with 5 or 10 ms it did not move (bench/ab.sh,
- * 2 to 4 alternated rounds each). The three system calls a shortened wait
- * costs, a few microseconds, are a sliver of it.
+ * WLK_WAIT_SLICE_NS at the scheduler's first tick after it got there
+ * (slice.c, tick.c), so that when it is woken it preempts what runs on its
+ * CPU (a dying holder's teardown, above all) instead of waiting for that
+ * slice's end. 100 us is the shortest slice Linux grants. The wait's
+ * timeout must not come before the tick: a timer due earlier is programmed
+ * into the CPU's timer when armed and again when cancelled, and on this VM
+ * that cost every handoff to a sleeping waiter 0.5-3 us (with a timeout 1
+ * or 2 ms on, the one-CPU handoff's median ratio to the raw futex went
+ * from 1.15x-1.20x to 1.66x-1.92x; at 5 or 10 ms, or at the tick, it did
+ * not move: bench/ab.sh, 2 to 4 alternated rounds each). Only a wait that
+ * lasts past a tick pays the rest, a wake-up and four system calls, a few
+ * microseconds: at most that much in a tick period (4 ms at HZ=250) of
+ * waiting. If the tick's period is unknown, the slice comes after
+ * WLK_WAIT_SLICE_FALLBACK_NS, no sooner than a tick at HZ=100.
  */
 #define WLK_WAIT_SLICE_NS (100ull * 1000)
-#define WLK_WAIT_SLICE_AFTER_NS (10ull * 1000 * 1000)
+#define WLK_WAIT_SLICE_FALLBACK_NS (10ull * 1000 * 1000)
 
 /* Batches and bounded sets. */
 

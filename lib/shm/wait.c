@@ -202,8 +202,8 @@ static int wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 	 * shorter than the spin ends on time. */
 	uint64_t spin = WLK_SPIN_NS;
 	/* When a sleep first in the queue asks for a short slice (slice.c):
-	 * 0 until it is first, UINT64_MAX (past any clock reading) once it
-	 * has asked. */
+	 * 0 until it is first; UINT64_MAX (past any clock reading) once it
+	 * has asked, or if it never will. */
 	uint64_t shorten = 0;
 
 	if (deadline) {
@@ -238,7 +238,7 @@ static int wait_grant(struct wlk__shm_manager *m, uint32_t slot, uint32_t gen,
 		if (deadline && now >= deadline)
 			return WLK_ETIMEDOUT;
 		if (watch->head && !shorten)
-			shorten = now + WLK_WAIT_SLICE_AFTER_NS;
+			shorten = wlk__slice_when(now);
 		if (shorten && now >= shorten) {
 			wlk__slice_shorten(slice);
 			shorten = UINT64_MAX;

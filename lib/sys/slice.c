@@ -16,11 +16,13 @@
  *
  * Since Linux 6.12 a SCHED_OTHER thread may ask for its own slice
  * (sched_setattr(2), sched_runtime; no privilege needed). So a blocked
- * waiter first in its name's queue that has slept WLK_WAIT_SLICE_AFTER_NS
- * asks for WLK_WAIT_SLICE_NS, and puts its own slice back when its wait
- * ends, before the call returns. The three system calls cost a few
- * microseconds: waiting that long first makes them a sliver of the wait,
- * and one waiter per name pays them, however many queue behind it.
+ * waiter first in its name's queue asks for WLK_WAIT_SLICE_NS at the
+ * scheduler's first tick after it got there (wlk__slice_when()), and puts
+ * its own slice back when its wait ends, before the call returns. A wait
+ * that ends before that tick costs nothing more (tick.c: its timeout is
+ * fired by the tick); one that lasts past it, a wake-up and four system
+ * calls, a few microseconds; one waiter per name pays them, however many
+ * queue behind it.
  *
  * What is left alone: threads of another policy (real-time, SCHED_BATCH,
  * SCHED_IDLE, deadline) and threads whose slice is already as short; a
@@ -119,6 +121,23 @@ static void give_up_on(int err)
 {
 	if (err == EPERM || err == ENOSYS || err == EINVAL)
 		uatomic_set(&slice_state, SLICE_OFF);
+}
+
+/*
+ * When a wait that became first in its queue at @now asks for the short
+ * slice: at the scheduler's next tick (tick.c), when its timeout costs
+ * nothing more; or WLK_WAIT_SLICE_FALLBACK_NS on, if the tick is unknown;
+ * or never (UINT64_MAX) in a process that does not ask.
+ */
+uint64_t wlk__slice_when(uint64_t now)
+{
+	uint64_t t;
+
+	pthread_once(&slice_once, slice_env);
+	if (uatomic_read(&slice_state) == SLICE_OFF)
+		return UINT64_MAX;
+	t = wlk__tick_after(now);
+	return t ? t : now + WLK_WAIT_SLICE_FALLBACK_NS;
 }
 
 void wlk__slice_shorten(struct wlk__slice *s)

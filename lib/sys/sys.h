@@ -4,9 +4,9 @@
  * only place that makes futex system calls), robust mutexes (robust.c), the
  * name hash (hash.c), this process and its library threads (proc.c),
  * fencing-token clock marks (token.c), doorbells (doorbell.c), fail
- * points, the spin before a sleep (spin.c) and the short time slice of a
- * long sleep at the head of a queue (slice.c). Above the segment
- * format; below everything else.
+ * points, the spin before a sleep (spin.c), the short time slice of a
+ * long sleep at the head of a queue (slice.c) and the scheduler's next
+ * tick (tick.c). Above the segment format; below everything else.
  */
 #ifndef WLK_SYS_H
 #define WLK_SYS_H
@@ -16,6 +16,7 @@
 
 #include "seg.h"
 #include "failpoint.h"
+#include "tick.h"
 
 /* System calls glibc 2.36 has no wrapper for (numbers as on every
  * architecture since Linux 5.3 and 5.6). */
@@ -199,8 +200,13 @@ struct wlk__slice {
 	bool on;          /* this thread's slice is ours to put back */
 	uint64_t runtime; /* the slice it had; 0: the default */
 };
+uint64_t wlk__slice_when(uint64_t now) WLK_INTERNAL;
 void wlk__slice_shorten(struct wlk__slice *s) WLK_INTERNAL;
 void wlk__slice_restore(struct wlk__slice *s) WLK_INTERNAL;
+
+/* tick.c: the scheduler's next tick on every CPU after @now
+ * (CLOCK_MONOTONIC), or 0 if unknown. */
+uint64_t wlk__tick_after(uint64_t now) WLK_INTERNAL;
 
 /* robust.c */
 int wlk__mutex_init(pthread_mutex_t *mu) WLK_INTERNAL;

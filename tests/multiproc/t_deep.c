@@ -178,8 +178,8 @@ static uint64_t slice_of(pid_t tid)
 
 /*
  * As above, but X holds on: W, woken when it reaches the head, counts as
- * first in its queue from then on, and 10 ms later asks for a short time
- * slice (lib/sys/slice.c), which it gives back once granted.
+ * first in its queue from then on, and at the next tick asks for a short
+ * time slice (lib/sys/slice.c), which it gives back once granted.
  */
 Test(deep, a_waiter_woken_at_the_head_asks_for_a_short_slice, T_FIX,
      .timeout = 40)

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * t_slice.c - a thread blocked first in its name's queue asks for a short
- * time slice once it has slept there WLK_WAIT_SLICE_AFTER_NS, and puts its
- * own back before the call returns (lib/sys/slice.c); nobody else's slice
- * changes, and a change made meanwhile by another thread stands.
+ * time slice at the scheduler's first tick after it got there, and puts
+ * its own back before the call returns (lib/sys/slice.c, tick.c); nobody
+ * else's slice changes, and a change made meanwhile by another thread
+ * stands.
  *
  * The holder is another process; the waiters are threads of the test's
  * process, whose scheduling attributes the test reads with
  * sched_getattr(2) by thread id while they sleep.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -19,17 +21,42 @@
 #include <unistd.h>
 
 #include "../common.h"
+#include "testing.h"
 
 #define MS 1000000ull
-/* After how long the library asks for a short slice (tunables.h). */
-#define AFTER_NS (10 * MS)
 /* A slice of the thread's own choosing, and one set by another thread. */
 #define OWN_NS (3 * MS)
 #define OTHERS_NS (2 * MS)
 #define OTHERS_NICE 5
-/* How long a waiter that must not shorten its slice is watched: well past
- * AFTER_NS. */
+/* How long a waiter that must not shorten its slice is watched: past
+ * several ticks at HZ=100. */
 #define WATCH_MS 40
+/* How late a poll (1 ms naps) may see a new slice, and how many tries
+ * a bound on a time may take (each may be delayed on a busy machine). */
+#define POLL_SLACK_NS (2 * MS)
+#define TRIES 5
+
+/* The scheduler's next tick after @t on every CPU, as the kernel describes
+ * its ticks (tick.c): their period, and whether its command line skews
+ * them. */
+static uint64_t tick_after(uint64_t t, uint64_t *period)
+{
+	char buf[4096];
+	struct timespec ts;
+	ssize_t n = 0;
+	int fd = open("/proc/cmdline", O_RDONLY);
+	uint64_t p;
+
+	cr_assert_eq(clock_getres(CLOCK_MONOTONIC_COARSE, &ts), 0);
+	p = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf));
+		close(fd);
+	}
+	*period = p;
+	return wlk__tick_next(t, p,
+			      n > 0 && wlk__tick_skewed(buf, (size_t)n) ? p / 2 : 0);
+}
 
 /* Since Linux 6.12 sched_getattr() reports a SCHED_OTHER thread's slice. */
 static void skip_without_slices(void)
@@ -199,23 +226,53 @@ static void two_heads(struct wlk_manager *m, struct holder *h,
 	waiter_start(y, m, "b", py, 1);
 }
 
-Test(slice, a_head_waiter_asleep_10_ms_runs_with_a_short_slice_until_granted,
+Test(slice, a_head_waiter_past_a_tick_runs_with_a_short_slice_until_granted,
      T_FIX, .timeout = 20)
 {
 	struct wlk_manager *m = t_open();
 	struct holder h;
 	struct waiter w;
-	uint64_t at;
+	uint64_t at, tick, period;
 
 	one_head(m, &h, &w, PRE_NONE);
+	tick = tick_after(__atomic_load_n(&w.started, __ATOMIC_SEQ_CST),
+			  &period);
 	at = wait_slice(&w, T_SHORT_SLICE_NS);
 	cr_assert(at, "the waiter's slice never shortened");
-	cr_assert_geq(at - __atomic_load_n(&w.started, __ATOMIC_SEQ_CST),
-		      AFTER_NS, "shortened before it slept 10 ms");
+	cr_assert_geq(at, tick, "shortened before the tick after its wait "
+		      "began (period %llu ns)", (unsigned long long)period);
 	holder_end(&h);
 	waiter_join(&w);
 	assert_same(&w.after, &w.before, "after the wait");
 	t_assert_valid(m, NULL);
+}
+
+/* Not much later than that tick either: in one of TRIES tries (a poll
+ * may come late on a busy machine), within a poll's slack of it. */
+Test(slice, the_short_slice_comes_at_the_first_tick, T_FIX, .timeout = 30)
+{
+	struct wlk_manager *m = t_open();
+	uint64_t late = UINT64_MAX, period = 0;
+
+	for (int i = 0; i < TRIES && late > POLL_SLACK_NS; i++) {
+		struct holder h;
+		struct waiter w;
+		uint64_t at, tick;
+
+		one_head(m, &h, &w, PRE_NONE);
+		tick = tick_after(__atomic_load_n(&w.started, __ATOMIC_SEQ_CST),
+				  &period);
+		at = wait_slice(&w, T_SHORT_SLICE_NS);
+		cr_assert(at, "the waiter's slice never shortened");
+		if (at >= tick && at - tick < late)
+			late = at - tick;
+		holder_end(&h);
+		waiter_join(&w);
+	}
+	cr_assert_leq(late, POLL_SLACK_NS, "in %d tries, the slice came at "
+		      "best %llu ns after the first tick (period %llu ns)",
+		      TRIES, (unsigned long long)late,
+		      (unsigned long long)period);
 }
 
 Test(slice, a_waiter_behind_the_head_keeps_its_slice, T_FIX, .timeout = 20)
@@ -231,7 +288,7 @@ Test(slice, a_waiter_behind_the_head_keeps_its_slice, T_FIX, .timeout = 20)
 	waiter_start(&first, m, "a", PRE_NONE, 1);
 	waiter_start(&second, m, "a", PRE_NONE, 2);
 	waiter_start(&other, m, "b", PRE_NONE, 1);
-	/* Once the last one queued has slept 10 ms, so has the second. */
+	/* Once the last one queued has seen its tick, so has the second. */
 	cr_assert(wait_slice(&other, T_SHORT_SLICE_NS), "no slice shortened");
 	cr_assert_eq(t_sched_get(tid_of(&first), &a), 0);
 	cr_assert_eq(a.runtime, T_SHORT_SLICE_NS, "the head's slice is not short");
