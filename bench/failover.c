@@ -16,9 +16,9 @@
  *
  * A second figure (p3.big) does the same with a holder that has written
  * BIG_MB of private memory, which its exit must free, and kills it once
- * the waiter has slept BIG_SETTLE_NS: past WLK_WAIT_SLICE_AFTER_NS, when
- * a waiter first in its queue has asked for a short time slice
- * (lib/sys/slice.c). flock(2)'s waiter is woken after that teardown; a
+ * the waiter has slept BIG_SETTLE_NS: past the scheduler's next tick (10
+ * ms apart at HZ=100), when a waiter first in its queue asks for a short
+ * time slice (lib/sys/slice.c). flock(2)'s waiter is woken after that teardown; a
  * weblocks waiter before it, and the short slice lets it run at once on
  * the CPU where it goes on.
  */
@@ -45,7 +45,7 @@
 #define QUICK_RUNS 60
 #define SETTLE_NS (2 * 1000 * 1000L) /* waiter asleep in the kernel */
 #define BIG_MB 128
-#define BIG_SETTLE_NS (50 * 1000 * 1000L) /* past a short slice's 10 ms */
+#define BIG_SETTLE_NS (50 * 1000 * 1000L) /* past any scheduler tick */
 #define BIG_RUNS 40
 #define QUICK_BIG_RUNS 10
 #define PAGE 4096
@@ -160,6 +160,16 @@ static void await_pending(struct wlk_manager *m)
 			return;
 		sched_yield();
 	}
+}
+
+/* The scheduler's tick period (ms): CLOCK_MONOTONIC_COARSE's resolution. */
+static double tick_ms(void)
+{
+	struct timespec ts;
+
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &ts) < 0)
+		return 0;
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static double one_run(bool weblocks, struct shared *sh, struct wlk_manager *m,
@@ -323,10 +333,12 @@ static void emit_records(double *tw, double *tf, int per_pass)
 			   "that, then reap the dead process under the "
 			   "segment mutex. A waiter first in its queue asks "
 			   "for a short time slice, which lets it preempt "
-			   "that teardown, only once it has slept 10 ms "
-			   "(lib/sys/slice.c: a shorter timeout costs every "
-			   "handoff), and here it slept 2 ms; p3.big shows a "
-			   "waiter that slept 50 ms", w.median, f.median);
+			   "that teardown, at the scheduler's first tick "
+			   "after it got there (lib/sys/slice.c: an earlier "
+			   "timeout costs every handoff); here it slept 2 ms, "
+			   "and the ticks are %.0f ms apart; p3.big shows a "
+			   "waiter that slept 50 ms", w.median, f.median,
+			   tick_ms());
 }
 
 /*
