@@ -32,9 +32,11 @@
  * several ticks at HZ=100. */
 #define WATCH_MS 40
 /* How late a poll (1 ms naps) may see a new slice, and how many tries
- * a bound on a time may take (each may be delayed on a busy machine). */
-#define POLL_SLACK_NS (2 * MS)
-#define TRIES 5
+ * a bound on a time may take (each may be delayed on a busy machine).
+ * Late enough for a loaded machine, and still short of what a fixed 10 ms
+ * would give at HZ=250 (6 ms late at least). */
+#define POLL_SLACK_NS (4 * MS)
+#define TRIES 8
 
 /* The scheduler's next tick after @t on every CPU, as the kernel describes
  * its ticks (tick.c): their period, and whether its command line skews
