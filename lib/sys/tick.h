@@ -14,9 +14,9 @@
 /*
  * The first moment after @now that comes no sooner than every CPU's next
  * tick: the next multiple of @period, plus @skew (0, or half a period on
- * a kernel that skews each CPU's tick by less than that). If @now is past
- * a CPU's tick of this period, that CPU's next is one period on, and no
- * later than the result: a skewed CPU's offset is below @skew.
+ * a kernel that skews each CPU's tick by less than that). Each CPU's next
+ * tick after @now comes at most its offset past that multiple, and no
+ * offset reaches @skew.
  */
 static inline uint64_t wlk__tick_next(uint64_t now, uint64_t period,
 				      uint64_t skew)
@@ -47,7 +47,7 @@ static inline bool wlk__tick_skewed(const char *s, size_t n)
 
 			for (size_t v = i + k; v < j; v++)
 				on |= s[v] >= '1' && s[v] <= '9';
-			if (i + k < j && on)
+			if (on)
 				return true;
 		}
 		i = j + 1;
