@@ -76,9 +76,9 @@
  *    name's queue when it last looked (as it went to sleep, or when woken
  *    to look again, as one queued further back is when it reaches the
  *    head: below; a scope never counts as first), at the scheduler's
- *    first tick since (1 to 10 ms at HZ=1000 to 100, by the kernel's
- *    own clock; half a period later on a kernel booted with
- *    skew_tick=1), asks for the shortest time slice Linux grants
+ *    first tick since (ticks come every 1 to 10 ms, at HZ=1000 to 100;
+ *    half a period later on a kernel booted with skew_tick=1), asks for
+ *    the shortest time slice Linux grants
  *    (sched_setattr(2), SCHED_OTHER's sched_runtime, 100 us; Linux 6.12
  *    or later): woken, it preempts what runs there. Its own slice is put
  *    back before the call returns, unless another thread changed its
