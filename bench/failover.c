@@ -18,9 +18,9 @@
  * BIG_MB of private memory, which its exit must free, and kills it once
  * the waiter has slept BIG_SETTLE_NS: past the scheduler's next tick (10
  * ms apart at HZ=100), when a waiter first in its queue asks for a short
- * time slice (lib/sys/slice.c). flock(2)'s waiter is woken after that teardown; a
- * weblocks waiter before it, and the short slice lets it run at once on
- * the CPU where it goes on.
+ * time slice (lib/sys/slice.c). flock(2)'s waiter is woken after that
+ * teardown; a weblocks waiter before it, and the short slice lets it run
+ * at once on the CPU where it goes on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -234,6 +234,13 @@ static struct stats summarize(double *v, int n)
 	return s;
 }
 
+/* One method's line of the plain-text table. */
+static void print_row(const char *method, struct stats s)
+{
+	printf("%-10s %10.1f %10.1f %10.1f %10.1f %7d\n", method, s.median,
+	       s.p90, s.p99, s.max, s.failed);
+}
+
 /*
  * The spread behind the medians, over all runs (after summarize(): the
  * @nw and @nf good runs first): the holder's death wakes a weblocks waiter
@@ -427,18 +434,14 @@ int main(int argc, char **argv)
 	       runs, u.release, ncpus());
 	printf("%-10s %10s %10s %10s %10s %7s\n", "method", "median_us",
 	       "p90_us", "p99_us", "max_us", "failed");
-	printf("%-10s %10.1f %10.1f %10.1f %10.1f %7d\n", "weblocks",
-	       w.median, w.p90, w.p99, w.max, w.failed);
-	printf("%-10s %10.1f %10.1f %10.1f %10.1f %7d\n", "flock", f.median,
-	       f.p90, f.p99, f.max, f.failed);
+	print_row("weblocks", w);
+	print_row("flock", f);
 	printf("ratio weblocks/flock (median): %.2f\n",
 	       f.median > 0 ? w.median / f.median : 0.0);
-	printf("holder with %d MiB written, killed after a 50 ms wait, %d "
-	       "runs each:\n", BIG_MB, big_runs);
-	printf("%-10s %10.1f %10.1f %10.1f %10.1f %7d\n", "weblocks",
-	       bws.median, bws.p90, bws.p99, bws.max, bws.failed);
-	printf("%-10s %10.1f %10.1f %10.1f %10.1f %7d\n", "flock",
-	       bfs.median, bfs.p90, bfs.p99, bfs.max, bfs.failed);
+	printf("holder with %d MiB written, killed after a %ld ms wait, %d "
+	       "runs each:\n", BIG_MB, BIG_SETTLE_NS / 1000000L, big_runs);
+	print_row("weblocks", bws);
+	print_row("flock", bfs);
 	if (json)
 		write_json(u.release, w, f);
 	free(tw);

@@ -1073,3 +1073,19 @@ int t_sched_set(pid_t tid, struct t_sched_attr *a)
 	a->size = sizeof(*a);
 	return (int)syscall(SYS_sched_setattr, tid, a, 0);
 }
+
+uint64_t t_wait_short_slice(pid_t tid)
+{
+	uint64_t end = t_now_ns() + (uint64_t)T_WAIT_MS * 1000000u;
+
+	for (;;) {
+		struct t_sched_attr a;
+		uint64_t now = t_now_ns();
+
+		if (t_sched_get(tid, &a) == 0 && a.runtime == T_SHORT_SLICE_NS)
+			return now;
+		if (now > end)
+			return 0;
+		t_nap_ms(1);
+	}
+}

@@ -165,6 +165,9 @@ struct t_sched_attr {
 int t_sched_get(pid_t tid, struct t_sched_attr *a);
 int t_sched_set(pid_t tid, struct t_sched_attr *a);
 #define T_SHORT_SLICE_NS (100 * 1000ull)
+/* Poll (1 ms naps, at most T_WAIT_MS) until thread @tid's slice is
+ * T_SHORT_SLICE_NS: when it was seen so (t_now_ns()), or 0 if never. */
+uint64_t t_wait_short_slice(pid_t tid);
 /*
  * Fail the test unless wlk_manager_validate(@m) passes; the message starts
  * with @what (may be NULL) and lists the violations.

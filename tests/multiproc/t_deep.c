@@ -187,7 +187,7 @@ Test(deep, a_waiter_woken_at_the_head_asks_for_a_short_slice, T_FIX,
 	struct wlk_manager *m = t_open();
 	struct wlk_lock *l = NULL;
 	struct child f, x, w;
-	uint64_t end, before;
+	uint64_t before;
 	pid_t pf, px, pw;
 
 	if (!slice_of(0))
@@ -202,11 +202,8 @@ Test(deep, a_waiter_woken_at_the_head_asks_for_a_short_slice, T_FIX,
 	T_ASSERT_RC(wlk_release(l), 0);
 	cr_assert_eq(t_get_byte(f.up.rd), 'd', "fillers not granted");
 	cr_assert_eq(t_get_byte(x.up.rd), 'g', "X not granted");
-	end = t_now_ns() + (uint64_t)T_WAIT_MS * 1000000u;
-	while (slice_of(pw) != T_SHORT_SLICE_NS && t_now_ns() < end)
-		t_nap_ms(1);
-	cr_assert_eq(slice_of(pw), T_SHORT_SLICE_NS,
-		     "W, first in the queue, kept its slice");
+	cr_assert(t_wait_short_slice(pw),
+		  "W, first in the queue, kept its slice");
 
 	cr_assert_eq(t_put_byte(x.down.wr, 'r'), 0);
 	cr_assert_eq(t_get_byte(w.up.rd), 'g', "W not granted");

@@ -176,21 +176,10 @@ static pid_t tid_of(struct waiter *w)
 	return __atomic_load_n(&w->tid, __ATOMIC_SEQ_CST);
 }
 
-/* Poll (bounded) until @w's slice is @ns; when it was, or 0 if never. */
-static uint64_t wait_slice(struct waiter *w, uint64_t ns)
+/* When @w's slice was seen short, or 0 if never (common.h). */
+static uint64_t wait_slice(struct waiter *w)
 {
-	uint64_t end = t_now_ns() + (uint64_t)T_WAIT_MS * MS;
-
-	for (;;) {
-		struct t_sched_attr a;
-		uint64_t now = t_now_ns();
-
-		if (t_sched_get(tid_of(w), &a) == 0 && a.runtime == ns)
-			return now;
-		if (now > end)
-			return 0;
-		t_nap_ms(1);
-	}
+	return t_wait_short_slice(tid_of(w));
 }
 
 static void assert_same(const struct t_sched_attr *a, const struct t_sched_attr *b,
@@ -239,7 +228,7 @@ Test(slice, a_head_waiter_past_a_tick_runs_with_a_short_slice_until_granted,
 	one_head(m, &h, &w, PRE_NONE);
 	tick = tick_after(__atomic_load_n(&w.started, __ATOMIC_SEQ_CST),
 			  &period);
-	at = wait_slice(&w, T_SHORT_SLICE_NS);
+	at = wait_slice(&w);
 	cr_assert(at, "the waiter's slice never shortened");
 	cr_assert_geq(at, tick, "shortened before the tick after its wait "
 		      "began (period %llu ns)", (unsigned long long)period);
@@ -264,7 +253,7 @@ Test(slice, the_short_slice_comes_at_the_first_tick, T_FIX, .timeout = 30)
 		one_head(m, &h, &w, PRE_NONE);
 		tick = tick_after(__atomic_load_n(&w.started, __ATOMIC_SEQ_CST),
 				  &period);
-		at = wait_slice(&w, T_SHORT_SLICE_NS);
+		at = wait_slice(&w);
 		cr_assert(at, "the waiter's slice never shortened");
 		if (at >= tick && at - tick < late)
 			late = at - tick;
@@ -291,7 +280,7 @@ Test(slice, a_waiter_behind_the_head_keeps_its_slice, T_FIX, .timeout = 20)
 	waiter_start(&second, m, "a", PRE_NONE, 2);
 	waiter_start(&other, m, "b", PRE_NONE, 1);
 	/* Once the last one queued has seen its tick, so has the second. */
-	cr_assert(wait_slice(&other, T_SHORT_SLICE_NS), "no slice shortened");
+	cr_assert(wait_slice(&other), "no slice shortened");
 	cr_assert_eq(t_sched_get(tid_of(&first), &a), 0);
 	cr_assert_eq(a.runtime, T_SHORT_SLICE_NS, "the head's slice is not short");
 	cr_assert_eq(t_sched_get(tid_of(&second), &a), 0);
@@ -314,7 +303,7 @@ Test(slice, a_thread_of_another_policy_is_left_alone, T_FIX, .timeout = 20)
 
 	two_heads(m, &h, &batch, PRE_BATCH, &other, PRE_NONE);
 	cr_assert_eq(batch.before.policy, SCHED_BATCH);
-	cr_assert(wait_slice(&other, T_SHORT_SLICE_NS), "no slice shortened");
+	cr_assert(wait_slice(&other), "no slice shortened");
 	cr_assert_eq(t_sched_get(tid_of(&batch), &a), 0);
 	assert_same(&a, &batch.before, "the SCHED_BATCH waiter");
 	holder_end(&h);
@@ -331,7 +320,7 @@ Test(slice, a_slice_the_thread_chose_comes_back, T_FIX, .timeout = 20)
 
 	one_head(m, &h, &w, PRE_OWN_SLICE);
 	cr_assert_eq(w.before.runtime, OWN_NS);
-	cr_assert(wait_slice(&w, T_SHORT_SLICE_NS), "the slice never shortened");
+	cr_assert(wait_slice(&w), "the slice never shortened");
 	holder_end(&h);
 	waiter_join(&w);
 	assert_same(&w.after, &w.before, "after the wait");
@@ -346,8 +335,8 @@ Test(slice, a_change_made_meanwhile_by_another_thread_stands, T_FIX,
 	struct t_sched_attr a;
 
 	two_heads(m, &h, &niced, PRE_NONE, &sliced, PRE_NONE);
-	cr_assert(wait_slice(&niced, T_SHORT_SLICE_NS), "the slice never shortened");
-	cr_assert(wait_slice(&sliced, T_SHORT_SLICE_NS), "the slice never shortened");
+	cr_assert(wait_slice(&niced), "the slice never shortened");
+	cr_assert(wait_slice(&sliced), "the slice never shortened");
 	cr_assert_eq(setpriority(PRIO_PROCESS, (id_t)tid_of(&niced),
 				 OTHERS_NICE), 0);
 	cr_assert_eq(t_sched_get(tid_of(&sliced), &a), 0);
@@ -371,7 +360,7 @@ Test(slice, the_waiter_of_a_killed_holder_is_granted_and_gives_it_back,
 	struct waiter w;
 
 	one_head(m, &h, &w, PRE_NONE);
-	cr_assert(wait_slice(&w, T_SHORT_SLICE_NS), "the slice never shortened");
+	cr_assert(wait_slice(&w), "the slice never shortened");
 	cr_assert_eq(kill(h.pid, SIGKILL), 0);
 	waiter_join(&w);
 	assert_same(&w.after, &w.before, "after the wait");
